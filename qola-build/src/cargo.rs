@@ -1,0 +1,59 @@
+//! Cargo build-script directives and user-facing warnings.
+//!
+//! Inside a build script (the default; [`crate::Prepare::cargo_metadata`] turns it off) qola
+//! prints `cargo:rerun-if-env-changed` for every variable it read and `cargo:rerun-if-changed`
+//! for its inputs only (the manifest, the patch directory and each patch): never for the AITER
+//! tree, the stamp or anything qola writes, because Cargo compares mtimes and a watched file the
+//! script writes makes it rerun on every build. Warnings become `cargo:warning` lines there and
+//! go to standard error elsewhere.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Where directives and warnings go.
+#[derive(Debug)]
+pub(crate) struct Directives {
+    cargo: bool,
+    emitted: RefCell<BTreeSet<String>>,
+}
+
+impl Directives {
+    /// `cargo`: print Cargo directives on standard output (inside a build script).
+    pub(crate) fn new(cargo: bool) -> Self {
+        Directives {
+            cargo,
+            emitted: RefCell::new(BTreeSet::new()),
+        }
+    }
+
+    fn emit_once(&self, line: String) {
+        if self.cargo && self.emitted.borrow_mut().insert(line.clone()) {
+            println!("{line}");
+        }
+    }
+
+    /// `cargo:rerun-if-env-changed=NAME`, once per name.
+    pub(crate) fn rerun_if_env_changed(&self, name: &str) {
+        self.emit_once(format!("cargo:rerun-if-env-changed={name}"));
+    }
+
+    /// `cargo:rerun-if-changed=PATH` for an input that exists (a missing path would make Cargo
+    /// rerun the script on every build, so it is skipped).
+    pub(crate) fn rerun_if_changed(&self, path: &Path) {
+        if path.exists() {
+            self.emit_once(format!("cargo:rerun-if-changed={}", path.display()));
+        }
+    }
+
+    /// A warning for the user: `cargo:warning` lines in a build script, standard error otherwise.
+    pub(crate) fn warning(&self, message: &str) {
+        if self.cargo {
+            for line in message.lines() {
+                println!("cargo:warning={line}");
+            }
+        } else {
+            eprintln!("qola: warning: {message}");
+        }
+    }
+}

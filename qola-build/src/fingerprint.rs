@@ -1,0 +1,153 @@
+//! The tree fingerprint: "`git rev-parse HEAD` + `git diff HEAD`", computed on structured data.
+//!
+//! # What it covers
+//!
+//! For the superproject and for every submodule (recursively, found from the gitlinks of the
+//! superproject's index, whatever `.gitmodules ignore=` says), the fingerprint takes:
+//!
+//! * the repository's `HEAD` commit id (or "not checked out");
+//! * every tracked path whose index entry or work-tree file differs from `HEAD`, with the state
+//!   of its work-tree file: git mode and full blob id, or "absent".
+//!
+//! It is a blake3 hash over those records sorted by superproject-relative path. Binary files count
+//! by content like any other (the blob id is a hash of the bytes). Untracked files are not part
+//! of it: a build that drops logs or `__pycache__` into the tree does not invalidate it, and a
+//! patch-created file counts because qola stages it. Ignored files are never looked at.
+//!
+//! # When it changes
+//!
+//! * `git reset --hard`, `git checkout -- f`, `git stash`: the patched paths go back to `HEAD`, so
+//!   they leave the list: changed.
+//! * A hand edit, a deleted file, a mode change (`chmod +x`, qola pins `core.filemode=true`): the
+//!   path's mode or blob id changes: changed.
+//! * A commit in either repository, a `git checkout` of another commit, a submodule moved: a
+//!   `HEAD` id changes: changed.
+//! * `touch` on every file, `git clean -fdx`, a generator writing new files: unchanged. (Touching
+//!   files costs a re-hash by libgit2 on the next scan, not a rebuild.)
+//!
+//! The stamp stores the fingerprint the tree had right after preparation; the next build compares.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use git2::{Repository, Status, StatusOptions};
+
+use crate::error::{Result, git_error};
+use crate::patch::MODE_GITLINK;
+use crate::state::{PathState, workdir_entry};
+
+/// What a scan of the work tree found.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TreeScan {
+    /// `HEAD` of each repository by path ("" for the superproject); `None`: not checked out.
+    pub heads: BTreeMap<String, Option<String>>,
+    /// Tracked paths that differ from their repository's `HEAD`, with their work-tree state.
+    pub paths: BTreeMap<String, PathState>,
+    /// Untracked paths (directories end with `/`), when asked for.
+    pub untracked: Vec<String>,
+}
+
+impl TreeScan {
+    /// The fingerprint of this state.
+    pub(crate) fn fingerprint(&self) -> String {
+        fingerprint_of(&self.heads, &self.paths)
+    }
+}
+
+/// The fingerprint of a state given as heads and differing paths.
+pub(crate) fn fingerprint_of(
+    heads: &BTreeMap<String, Option<String>>,
+    paths: &BTreeMap<String, PathState>,
+) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"qola-fingerprint-1\n");
+    for (repo, head) in heads {
+        hasher.update(b"head\0");
+        hasher.update(repo.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(head.as_deref().unwrap_or("-").as_bytes());
+        hasher.update(b"\n");
+    }
+    for (path, state) in paths {
+        hasher.update(b"path\0");
+        hasher.update(path.as_bytes());
+        hasher.update(b"\0");
+        match state {
+            Some(e) => hasher.update(format!("{:o} {}", e.mode, e.id).as_bytes()),
+            None => hasher.update(b"absent"),
+        };
+        hasher.update(b"\n");
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// Scans the checkout at `root` (superproject and submodules). `untracked`: also list untracked
+/// paths (for `qola status`); the fingerprint never depends on them.
+pub(crate) fn scan(root: &Path, untracked: bool) -> Result<TreeScan> {
+    let mut out = TreeScan::default();
+    scan_repo(root, "", untracked, &mut out)?;
+    Ok(out)
+}
+
+fn join(prefix: &str, path: &str) -> String {
+    if prefix.is_empty() {
+        path.to_string()
+    } else {
+        format!("{prefix}/{path}")
+    }
+}
+
+fn scan_repo(workdir: &Path, prefix: &str, untracked: bool, out: &mut TreeScan) -> Result<()> {
+    let repo = match Repository::open(workdir) {
+        Ok(repo) if repo.workdir().is_some() => repo,
+        _ => {
+            out.heads.insert(prefix.to_string(), None);
+            return Ok(());
+        }
+    };
+    let head = repo
+        .head()
+        .ok()
+        .and_then(|h| h.target())
+        .map(|id| id.to_string());
+    out.heads.insert(prefix.to_string(), head);
+
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(untracked)
+        .recurse_untracked_dirs(false)
+        .include_ignored(false)
+        .exclude_submodules(true)
+        .renames_head_to_index(false)
+        .renames_index_to_workdir(false);
+    let statuses = repo
+        .statuses(Some(&mut options))
+        .map_err(git_error("read the status", workdir))?;
+    for entry in statuses.iter() {
+        let Ok(path) = entry.path() else {
+            continue;
+        };
+        let status = entry.status();
+        if status == Status::WT_NEW {
+            out.untracked.push(join(prefix, path));
+            continue;
+        }
+        if status.is_ignored() || status.is_empty() {
+            continue;
+        }
+        let state = workdir_entry(&workdir.join(path))?;
+        out.paths.insert(join(prefix, path), state);
+    }
+    drop(statuses);
+
+    let index = repo.index().map_err(git_error("read the index", workdir))?;
+    let submodules: Vec<String> = index
+        .iter()
+        .filter(|e| e.mode == MODE_GITLINK)
+        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+        .collect();
+    for path in submodules {
+        scan_repo(&workdir.join(&path), &join(prefix, &path), untracked, out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! The preparation key: everything that decides what the prepared tree must be. Two builds with
+//! the same key need the same tree; when the key changes, the reasons name each component that
+//! changed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::patch::Series;
+use crate::report::{Reason, ReasonKind};
+
+/// Version of the key and stamp layout; bumping it makes every stamp count as absent.
+pub(crate) const SCHEMA: u32 = 1;
+
+/// One patch of the series as the key sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PatchId {
+    /// File name.
+    pub name: String,
+    /// blake3 of the bytes.
+    pub blake3: String,
+}
+
+/// The components of the key, recorded in the stamp so a reason can name what changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct KeyComponents {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// qola-build's version (a new qola may prepare differently).
+    pub qola_version: String,
+    /// The normalized `aiter_url`.
+    pub url: String,
+    /// The resolved commit (full SHA).
+    pub commit: String,
+    /// The series, in order.
+    pub patches: Vec<PatchId>,
+}
+
+impl KeyComponents {
+    /// The components for a resolved commit and a series.
+    pub(crate) fn new(url: &str, commit: &str, series: &Series) -> KeyComponents {
+        KeyComponents {
+            schema: SCHEMA,
+            qola_version: env!("CARGO_PKG_VERSION").to_string(),
+            url: url.to_string(),
+            commit: commit.to_string(),
+            patches: series
+                .patches
+                .iter()
+                .map(|p| PatchId {
+                    name: p.name.clone(),
+                    blake3: blake3::hash(&p.bytes).to_hex().to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The key: blake3 over the canonical JSON of the components.
+    pub(crate) fn key(&self) -> String {
+        let json = serde_json::to_vec(self).expect("key components always serialize");
+        blake3::hash(&json).to_hex().to_string()
+    }
+
+    /// What changed from `old` to `self`, one reason per change.
+    pub(crate) fn changes_from(&self, old: &KeyComponents) -> Vec<Reason> {
+        let mut reasons = Vec::new();
+        if old.qola_version != self.qola_version || old.schema != self.schema {
+            reasons.push(Reason::new(
+                ReasonKind::QolaVersion,
+                format!(
+                    "qola-build changed: {} → {}",
+                    old.qola_version, self.qola_version
+                ),
+            ));
+        }
+        if old.url != self.url {
+            reasons.push(Reason::new(
+                ReasonKind::ManifestField,
+                format!("aiter_url changed: {} → {}", old.url, self.url),
+            ));
+        }
+        if old.commit != self.commit {
+            reasons.push(Reason::new(
+                ReasonKind::Commit,
+                format!(
+                    "AITER commit changed: {} → {}",
+                    short(&old.commit),
+                    short(&self.commit)
+                ),
+            ));
+        }
+        reasons.extend(patch_changes(&old.patches, &self.patches));
+        reasons
+    }
+}
+
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// Patches added, removed, changed, renamed or reordered between two series.
+fn patch_changes(old: &[PatchId], new: &[PatchId]) -> Vec<Reason> {
+    let mut reasons = Vec::new();
+    let find = |list: &[PatchId], name: &str| list.iter().position(|p| p.name == name);
+    for p in new {
+        match find(old, &p.name) {
+            Some(i) if old[i].blake3 != p.blake3 => reasons.push(Reason::new(
+                ReasonKind::PatchChanged,
+                format!("patch changed: {}", p.name),
+            )),
+            Some(_) => {}
+            None => match old
+                .iter()
+                .find(|o| o.blake3 == p.blake3 && find(new, &o.name).is_none())
+            {
+                Some(o) => reasons.push(Reason::new(
+                    ReasonKind::PatchRenamed,
+                    format!("patch renamed: {} → {}", o.name, p.name),
+                )),
+                None => reasons.push(Reason::new(
+                    ReasonKind::PatchAdded,
+                    format!("patch added: {}", p.name),
+                )),
+            },
+        }
+    }
+    for o in old {
+        let renamed = new
+            .iter()
+            .any(|p| p.blake3 == o.blake3 && find(old, &p.name).is_none());
+        if find(new, &o.name).is_none() && !renamed {
+            reasons.push(Reason::new(
+                ReasonKind::PatchRemoved,
+                format!("patch removed: {}", o.name),
+            ));
+        }
+    }
+    let order = |list: &[PatchId]| list.iter().map(|p| p.blake3.clone()).collect::<Vec<_>>();
+    if order(old) != order(new) && reasons.iter().all(|r| r.kind == ReasonKind::PatchRenamed) {
+        reasons.push(Reason::new(
+            ReasonKind::PatchRenamed,
+            "the series order changed".to_string(),
+        ));
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(list: &[(&str, &str)]) -> Vec<PatchId> {
+        list.iter()
+            .map(|(n, h)| PatchId {
+                name: n.to_string(),
+                blake3: h.to_string(),
+            })
+            .collect()
+    }
+
+    fn kinds(old: &[(&str, &str)], new: &[(&str, &str)]) -> Vec<ReasonKind> {
+        patch_changes(&ids(old), &ids(new))
+            .into_iter()
+            .map(|r| r.kind)
+            .collect()
+    }
+
+    #[test]
+    fn each_patch_change_has_its_reason() {
+        use ReasonKind::*;
+        let base = [("1.patch", "a"), ("2.patch", "b")];
+        assert_eq!(kinds(&base, &base), vec![]);
+        assert_eq!(kinds(&base, &[("1.patch", "a")]), vec![PatchRemoved]);
+        assert_eq!(
+            kinds(
+                &base,
+                &[("1.patch", "a"), ("2.patch", "b"), ("3.patch", "c")]
+            ),
+            vec![PatchAdded]
+        );
+        assert_eq!(
+            kinds(&base, &[("1.patch", "a"), ("2.patch", "B")]),
+            vec![PatchChanged]
+        );
+        assert_eq!(
+            kinds(&base, &[("0.patch", "b"), ("1.patch", "a")]),
+            vec![PatchRenamed, PatchRenamed]
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! Prepare AMD's AITER sources (a pinned commit plus a patch series, submodules such as
+//! `3rdparty/composable_kernel` included) from a build script, correctly and incrementally.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     let aiter = qola_build::prepare_aiter().unwrap_or_else(|e| panic!("{e}"));
+//!     println!("cargo:rustc-env=AITER_ROOT={}", aiter.root.display());
+//! }
+//! ```
+//!
+//! A preparation never rewrites a file that already has the right content, so compilers see no
+//! change when nothing changed; it never builds a tree other than the one the manifest and the
+//! patches describe unless asked to (`QOLA_SKIP_PREPARE=1`); and it never discards local edits
+//! without saving them first.
+//!
+//! # Decision table
+//!
+//! | state of the tree | action | JSON `action` |
+//! |---|---|---|
+//! | `QOLA_SKIP_PREPARE=1` | write nothing; use the tree as it is; one warning naming up to 10 paths that differ from the prepared state | `skip-requested` |
+//! | no checkout | clone, prepare | `clone` |
+//! | `preparing` marker left by an interrupted run | prepare again from the pinned commit | `recover` |
+//! | key unchanged, tree == prepared state | nothing: no file written, no mtime changed | `up-to-date` |
+//! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed: commit, patch added/changed/removed/renamed, manifest field, qola version, patch reverted in tree | `resync` |
+//! | the tree already equals what the new key produces (e.g. `qola diff` output added to the series) | adopt it: write the stamp, rewrite no file | `resync` (reason `adopted`) |
+//! | local edits present | refuse, change nothing; list the edited paths (20 + a count) and the three ways on | `refused` |
+//! | `QOLA_FORCE_PREPARE=1` | save local edits first (a patch file under `.git/qola/backups/`, path printed), then prepare | `forced` |
+//!
+//! A path is a **local edit** only when its content differs both from the prepared state and from
+//! the pinned commit (and from the previous prepared state and the current `HEAD`): a path back
+//! at the pinned commit's content is our patch undone, not a user's edit. The model behind the
+//! table is described in the `prepare` and `fingerprint` modules' docs (see the README).
+//!
+//! # Environment variables
+//!
+//! Every variable is read through one helper that prints `cargo:rerun-if-env-changed` for it.
+//! An explicit builder argument wins over the variable, which wins over the manifest.
+//!
+//! | variable | effect |
+//! |---|---|
+//! | `QOLA_MANIFEST` | manifest file (default: `qola.toml` in `CARGO_MANIFEST_DIR`, else in the current directory, if present) |
+//! | `QOLA_AITER_COMMIT` | AITER commit: full or short SHA, tag, or branch (refreshed from origin on every run) |
+//! | `QOLA_AITER_URL` | AITER repository URL or local path (default `https://github.com/ROCm/aiter.git`) |
+//! | `QOLA_PATCHES_DIR` | patch series directory: every `*.patch`, in file-name order |
+//! | `QOLA_AITER_ROOT` | the checkout (default `<cache>/checkouts/<name>-<hash of the URL>`) |
+//! | `QOLA_CACHE_DIR` | qola's cache (default `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`) |
+//! | `QOLA_SKIP_PREPARE=1` | use the checkout as it is, write nothing (debug with local edits) |
+//! | `QOLA_FORCE_PREPARE=1` | save local edits as a backup patch, then prepare |
+//! | `QOLA_OFFLINE=1`, `CARGO_NET_OFFLINE=true` | never use the network; a missing commit is an error |
+//! | `QOLA_GIT` | the `git` used for clone and fetch (default: `git` on `PATH`) |
+//! | `XDG_CACHE_HOME`, `HOME` | locate the default cache |
+//! | `CARGO_MANIFEST_DIR` | locate the default manifest |
+//!
+//! # Where things live
+//!
+//! The default checkout is in qola's cache, outside any package source (a published crate's
+//! source is read-only), shared by debug and release builds and `cargo check`, and untouched by
+//! `cargo clean`. Inside its git directory, `.git/qola/` holds the stamp, the `preparing` marker
+//! and the backups of local edits. The lock file sits beside the checkout:
+//! `<parent>/.<name>.qola-lock`.
+
+#![deny(missing_docs)]
+
+mod cargo;
+mod checkout;
+mod diff;
+mod env;
+mod error;
+mod fingerprint;
+mod git_cli;
+mod key;
+mod lock;
+pub mod manifest;
+mod options;
+mod patch;
+mod prepare;
+mod report;
+mod stamp;
+mod state;
+mod sync;
+
+pub use error::{Error, Result};
+pub use manifest::Manifest;
+pub use options::{DEFAULT_AITER_URL, Prepare};
+pub use prepare::prepare_aiter;
+pub use report::{Action, Preparation, Reason, ReasonKind};

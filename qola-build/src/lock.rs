@@ -1,0 +1,50 @@
+//! The checkout lock: one preparation at a time per checkout, across processes.
+//!
+//! The lock file lives beside the checkout (`<parent>/.<name>.qola-lock`), not inside it, so it
+//! exists before the first clone and never shows in the tree. It is an advisory `flock`: the
+//! operating system releases it when the process ends, so a killed build never leaves it held.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, io_error};
+
+/// A held lock; released on drop.
+#[derive(Debug)]
+pub(crate) struct CheckoutLock {
+    _file: File,
+}
+
+/// The lock file of the checkout at `root`.
+pub(crate) fn lock_path(root: &Path) -> PathBuf {
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "aiter".to_string());
+    root.parent()
+        .unwrap_or(Path::new("."))
+        .join(format!(".{name}.qola-lock"))
+}
+
+/// Takes the lock of the checkout at `root`, calling `waiting` once if another process holds it.
+pub(crate) fn lock_checkout(root: &Path, waiting: impl FnOnce(&Path)) -> Result<CheckoutLock> {
+    let path = lock_path(root);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_error("open the lock file", &path))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            waiting(&path);
+            file.lock().map_err(io_error("lock", &path))?;
+        }
+        Err(TryLockError::Error(e)) => return Err(io_error("lock", &path)(e)),
+    }
+    Ok(CheckoutLock { _file: file })
+}

@@ -1,0 +1,327 @@
+//! The [`Prepare`] builder and how its settings are resolved: explicit argument, then the
+//! environment, then the manifest, then the default.
+
+use std::path::{Path, PathBuf};
+
+use crate::cargo::Directives;
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::manifest::Manifest;
+
+/// The upstream used when nothing names one.
+pub const DEFAULT_AITER_URL: &str = "https://github.com/ROCm/aiter.git";
+
+/// Options of a preparation; see the crate docs for the environment variables behind each.
+///
+/// ```no_run
+/// // build.rs
+/// let prepared = qola_build::Prepare::new()
+///     .manifest("qola.toml")
+///     .try_prepare()
+///     .unwrap_or_else(|e| panic!("{e}"));
+/// println!("cargo:rustc-env=AITER_ROOT={}", prepared.root.display());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Prepare {
+    pub(crate) manifest: Option<PathBuf>,
+    pub(crate) root: Option<PathBuf>,
+    pub(crate) url: Option<String>,
+    pub(crate) commit: Option<String>,
+    pub(crate) patches_dir: Option<PathBuf>,
+    pub(crate) force: Option<bool>,
+    pub(crate) skip: Option<bool>,
+    pub(crate) offline: Option<bool>,
+    pub(crate) cargo_metadata: bool,
+}
+
+impl Default for Prepare {
+    fn default() -> Self {
+        Prepare::new()
+    }
+}
+
+impl Prepare {
+    /// Options taken from the environment and the manifest; Cargo directives on.
+    pub fn new() -> Prepare {
+        Prepare {
+            manifest: None,
+            root: None,
+            url: None,
+            commit: None,
+            patches_dir: None,
+            force: None,
+            skip: None,
+            offline: None,
+            cargo_metadata: true,
+        }
+    }
+
+    /// The manifest file (over `QOLA_MANIFEST` and the default `qola.toml` of the package being
+    /// built, or of the current directory outside Cargo).
+    pub fn manifest(&mut self, path: impl Into<PathBuf>) -> &mut Prepare {
+        self.manifest = Some(path.into());
+        self
+    }
+
+    /// The checkout directory (over `QOLA_AITER_ROOT` and the default in qola's cache).
+    pub fn root(&mut self, path: impl Into<PathBuf>) -> &mut Prepare {
+        self.root = Some(path.into());
+        self
+    }
+
+    /// The AITER repository URL or path (over `QOLA_AITER_URL` and `[qola] aiter_url`).
+    pub fn url(&mut self, url: impl Into<String>) -> &mut Prepare {
+        self.url = Some(url.into());
+        self
+    }
+
+    /// The AITER commit: full or short SHA, tag or branch (over `QOLA_AITER_COMMIT` and
+    /// `[qola] aiter_commit`).
+    pub fn commit(&mut self, commit: impl Into<String>) -> &mut Prepare {
+        self.commit = Some(commit.into());
+        self
+    }
+
+    /// The patch series directory (over `QOLA_PATCHES_DIR` and `[qola] patches_dir`).
+    pub fn patches_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Prepare {
+        self.patches_dir = Some(dir.into());
+        self
+    }
+
+    /// Save local edits as a backup patch, then prepare (over `QOLA_FORCE_PREPARE`).
+    pub fn force(&mut self, force: bool) -> &mut Prepare {
+        self.force = Some(force);
+        self
+    }
+
+    /// Use the tree as it is, writing nothing (over `QOLA_SKIP_PREPARE`).
+    pub fn skip(&mut self, skip: bool) -> &mut Prepare {
+        self.skip = Some(skip);
+        self
+    }
+
+    /// Never use the network (over `QOLA_OFFLINE` and `CARGO_NET_OFFLINE`).
+    pub fn offline(&mut self, offline: bool) -> &mut Prepare {
+        self.offline = Some(offline);
+        self
+    }
+
+    /// Print Cargo directives (`rerun-if-*`, `warning`) on standard output; on by default, for
+    /// build scripts. Off: warnings go to standard error.
+    pub fn cargo_metadata(&mut self, on: bool) -> &mut Prepare {
+        self.cargo_metadata = on;
+        self
+    }
+
+    /// Resolves every setting, reading the environment through `env`.
+    pub(crate) fn settings(&self, env: &Env, directives: &Directives) -> Result<Settings> {
+        let manifest_path = match &self.manifest {
+            Some(path) => Some(path.clone()),
+            None => match env.var_os("QOLA_MANIFEST") {
+                Some(path) => Some(PathBuf::from(path)),
+                None => default_manifest(env),
+            },
+        };
+        let manifest = match &manifest_path {
+            Some(path) => {
+                directives.rerun_if_changed(path);
+                Manifest::from_path(path)?
+            }
+            None => Manifest::default(),
+        };
+        let url = match &self.url {
+            Some(url) => url.clone(),
+            None => env
+                .var("QOLA_AITER_URL")?
+                .or(manifest.qola.aiter_url.clone())
+                .unwrap_or_else(|| DEFAULT_AITER_URL.to_string()),
+        };
+        let commit = match &self.commit {
+            Some(commit) => Some(commit.clone()),
+            None => env
+                .var("QOLA_AITER_COMMIT")?
+                .or(manifest.qola.aiter_commit.clone()),
+        };
+        let patches_dir = match &self.patches_dir {
+            Some(dir) => Some(dir.clone()),
+            None => env
+                .var_os("QOLA_PATCHES_DIR")
+                .map(PathBuf::from)
+                .or(manifest.qola.patches_dir.clone()),
+        };
+        let clone_url = clone_url(&url);
+        let normalized = normalize_url(&clone_url);
+        let root = match &self.root {
+            Some(root) => root.clone(),
+            None => match env.var_os("QOLA_AITER_ROOT") {
+                Some(root) => PathBuf::from(root),
+                None => default_root(&cache_dir(env)?, &normalized),
+            },
+        };
+        let skip = match self.skip {
+            Some(skip) => skip,
+            None => env.flag("QOLA_SKIP_PREPARE")?,
+        };
+        let force = match self.force {
+            Some(force) => force,
+            None => env.flag("QOLA_FORCE_PREPARE")?,
+        };
+        let offline = match self.offline {
+            Some(offline) => offline,
+            None => env.flag("QOLA_OFFLINE")? || env.flag("CARGO_NET_OFFLINE")?,
+        };
+        if skip && force {
+            return Err(Error::ConflictingOptions {
+                first: "QOLA_SKIP_PREPARE=1 (--skip)".to_string(),
+                second: "QOLA_FORCE_PREPARE=1 (--force)".to_string(),
+            });
+        }
+        let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+        Ok(Settings {
+            manifest_path: manifest_path.map(absolute),
+            clone_url,
+            url: normalized,
+            commit,
+            patches_dir: patches_dir.map(absolute),
+            root: absolute(root),
+            skip,
+            force,
+            offline,
+        })
+    }
+}
+
+/// Every setting of one run, resolved.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// The manifest read, if any.
+    pub manifest_path: Option<PathBuf>,
+    /// The URL given to `git clone` (local paths made absolute).
+    pub clone_url: String,
+    /// The URL as the key records it.
+    pub url: String,
+    /// The commit spec, if any was given.
+    pub commit: Option<String>,
+    /// The series directory, if any.
+    pub patches_dir: Option<PathBuf>,
+    /// The checkout.
+    pub root: PathBuf,
+    /// `QOLA_SKIP_PREPARE`.
+    pub skip: bool,
+    /// `QOLA_FORCE_PREPARE`.
+    pub force: bool,
+    /// `QOLA_OFFLINE` / `CARGO_NET_OFFLINE`.
+    pub offline: bool,
+}
+
+/// `qola.toml` of the package being built (`CARGO_MANIFEST_DIR`), or of the current directory.
+fn default_manifest(env: &Env) -> Option<PathBuf> {
+    let dir = env
+        .var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())?;
+    let path = dir.join("qola.toml");
+    path.is_file().then_some(path)
+}
+
+fn has_scheme(url: &str) -> bool {
+    url.split_once("://").is_some_and(|(s, _)| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    })
+}
+
+fn is_scp_like(url: &str) -> bool {
+    // `user@host:path` or `host:path`: a colon before the first slash.
+    url.find(':')
+        .is_some_and(|c| url.find('/').is_none_or(|s| c < s) && c > 1)
+}
+
+/// The URL for `git clone`: a local path becomes absolute.
+pub(crate) fn clone_url(url: &str) -> String {
+    let url = url.trim();
+    if has_scheme(url) || is_scp_like(url) {
+        return url.to_string();
+    }
+    let path = Path::new(url);
+    path.canonicalize()
+        .or_else(|_| std::path::absolute(path))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| url.to_string())
+}
+
+/// The URL as the key sees it: scheme and host lower-cased, no trailing `/` or (for remote
+/// URLs) `.git`. Local paths stay as they are (they are absolute already).
+pub(crate) fn normalize_url(url: &str) -> String {
+    let url = url.trim().trim_end_matches('/');
+    if has_scheme(url) {
+        let (scheme, rest) = url.split_once("://").expect("has a scheme");
+        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let path = path.strip_suffix(".git").unwrap_or(path);
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme == "file" {
+            return format!("file://{host}/{path}");
+        }
+        return format!("{scheme}://{}/{path}", host.to_ascii_lowercase());
+    }
+    if is_scp_like(url) {
+        return url.strip_suffix(".git").unwrap_or(url).to_string();
+    }
+    url.to_string()
+}
+
+/// qola's cache: `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
+pub(crate) fn cache_dir(env: &Env) -> Result<PathBuf> {
+    if let Some(dir) = env.var_os("QOLA_CACHE_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dir) = env.var_os("XDG_CACHE_HOME") {
+        return Ok(PathBuf::from(dir).join("qola"));
+    }
+    env.var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".cache").join("qola"))
+        .ok_or(Error::NoCacheDir)
+}
+
+/// The managed checkout for a URL: `<cache>/checkouts/<name>-<hash of the URL>`.
+pub(crate) fn default_root(cache: &Path, normalized_url: &str) -> PathBuf {
+    let name = normalized_url
+        .rsplit(['/', ':'])
+        .find(|s| !s.is_empty())
+        .unwrap_or("aiter")
+        .trim_end_matches(".git");
+    let hash = blake3::hash(normalized_url.as_bytes()).to_hex();
+    cache
+        .join("checkouts")
+        .join(format!("{name}-{}", &hash[..12]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_urls_normalize_to_one_form() {
+        let a = normalize_url("https://GitHub.com/ROCm/aiter.git/");
+        assert_eq!(a, "https://github.com/ROCm/aiter");
+        assert_eq!(normalize_url("https://github.com/ROCm/aiter"), a);
+        assert_eq!(
+            normalize_url("git@github.com:ROCm/aiter.git"),
+            "git@github.com:ROCm/aiter"
+        );
+        assert_eq!(normalize_url("/srv/aiter.git"), "/srv/aiter.git");
+    }
+
+    #[test]
+    fn default_root_is_named_after_the_repository() {
+        let root = default_root(Path::new("/c"), "https://github.com/ROCm/aiter");
+        assert!(root.starts_with("/c/checkouts"));
+        assert!(
+            root.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("aiter-")
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! Patches in git's format: parsing, applying hunks with offset search (never fuzz), git binary
+//! patches, and the series (every `*.patch` of a directory, in file-name order).
+//!
+//! qola applies patches itself, in memory, to the pristine blobs of the pinned commits: libgit2's
+//! `apply` has no offset search and cannot reverse-apply (both needed here), and applying in memory
+//! makes a series all-or-nothing by construction: nothing is written until every patch applied.
+
+mod binary;
+mod hunks;
+mod parse;
+mod series;
+
+pub(crate) use binary::encode_literal;
+pub(crate) use parse::parse_patch;
+#[cfg(test)]
+pub(crate) use series::PatchFile;
+pub(crate) use series::{Applied, PristineTree, Series, apply_series, load_series};
+
+/// One patch file, parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct Patch {
+    /// The patch's file name (as it appears in the series).
+    pub name: String,
+    /// The file sections, in the order they appear.
+    pub files: Vec<FilePatch>,
+}
+
+/// The changes a patch makes to one file.
+#[derive(Debug, Clone)]
+pub(crate) struct FilePatch {
+    /// Path before the change (`None`: the file is created).
+    pub old_path: Option<String>,
+    /// Path after the change (`None`: the file is deleted).
+    pub new_path: Option<String>,
+    /// Mode before the change, when the patch says.
+    pub old_mode: Option<u32>,
+    /// Mode after the change, when the patch says.
+    pub new_mode: Option<u32>,
+    /// A copy (`copy from`/`copy to`) keeps the old path; a rename removes it.
+    pub copy: bool,
+    /// Full or abbreviated blob id before the change, from the `index` line.
+    pub old_id: Option<String>,
+    /// The content change.
+    pub body: Body,
+}
+
+impl FilePatch {
+    /// The path used in messages: the new path, or the old one for a deletion.
+    pub fn display_path(&self) -> &str {
+        self.new_path
+            .as_deref()
+            .or(self.old_path.as_deref())
+            .unwrap_or("?")
+    }
+}
+
+/// The content part of a file section.
+#[derive(Debug, Clone)]
+pub(crate) enum Body {
+    /// No content change (pure mode change, rename, empty new file).
+    None,
+    /// Unified-diff hunks.
+    Text(Vec<Hunk>),
+    /// A `GIT binary patch` (its forward data; the reverse block is checked and dropped).
+    Binary(BinaryData),
+    /// `Binary files a/x and b/x differ`: no data to apply.
+    BinaryWithoutData,
+}
+
+/// One `@@ -a,b +c,d @@` hunk.
+#[derive(Debug, Clone)]
+pub(crate) struct Hunk {
+    /// The header line as written (without the newline), for messages.
+    pub header: String,
+    /// 1-based start line in the old file (0 for an empty old side).
+    pub old_start: usize,
+    /// 1-based start line in the new file.
+    pub new_start: usize,
+    /// The hunk's lines.
+    pub lines: Vec<HunkLine>,
+}
+
+/// One line of a hunk, with its line ending (absent after `\ No newline at end of file`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HunkLine {
+    /// Context, removal or addition.
+    pub kind: LineKind,
+    /// The line's bytes including its `\n` when it has one.
+    pub text: Vec<u8>,
+}
+
+/// The role of a hunk line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineKind {
+    /// ` ` line: present before and after.
+    Context,
+    /// `-` line: present before only.
+    Remove,
+    /// `+` line: present after only.
+    Add,
+}
+
+/// Inflated data of one side of a git binary patch.
+#[derive(Debug, Clone)]
+pub(crate) enum BinaryData {
+    /// The whole new content.
+    Literal(Vec<u8>),
+    /// A git delta against the old content.
+    Delta(Vec<u8>),
+}
+
+/// A file's content and git mode (0o100644, 0o100755 or 0o120000 for a symlink).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileContent {
+    /// Git file mode.
+    pub mode: u32,
+    /// Bytes (a symlink's target for mode 0o120000).
+    pub data: Vec<u8>,
+}
+
+/// Git's mode of a symbolic link.
+pub(crate) const MODE_SYMLINK: u32 = 0o120000;
+/// Git's mode of a submodule entry.
+pub(crate) const MODE_GITLINK: u32 = 0o160000;
+/// Git's mode of a regular file.
+pub(crate) const MODE_FILE: u32 = 0o100644;
+/// Git's mode of an executable file.
+pub(crate) const MODE_EXEC: u32 = 0o100755;

@@ -1,0 +1,431 @@
+//! The patch series: every `*.patch` of a directory in file-name order, applied in memory to the
+//! pristine pinned tree. One patch may touch the superproject and any submodule; a path's owner
+//! is decided later, when the result is written. The series is all-or-nothing: the first failure
+//! returns an error and nothing has been written.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::binary::apply_delta;
+use super::hunks::apply_hunks;
+use super::{BinaryData, Body, FileContent, FilePatch, MODE_EXEC, MODE_FILE, MODE_SYMLINK, Patch};
+use crate::checkout::Pristine;
+use crate::error::{Error, Result};
+use crate::state::blob_id;
+
+/// One patch file of the series, as bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct PatchFile {
+    /// File name (the series order is the byte order of these names).
+    pub name: String,
+    /// Full path.
+    pub path: PathBuf,
+    /// Content.
+    pub bytes: Vec<u8>,
+}
+
+/// The series as found on disk.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Series {
+    /// The directory, when there is one.
+    pub dir: Option<PathBuf>,
+    /// The patches in order.
+    pub patches: Vec<PatchFile>,
+}
+
+/// Reads every `*.patch` in `dir`, sorted by file name. No directory: an empty series.
+pub(crate) fn load_series(dir: Option<&Path>) -> Result<Series> {
+    let Some(dir) = dir else {
+        return Ok(Series::default());
+    };
+    let read_err = |source| Error::PatchesDir {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let mut patches = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(read_err)? {
+        let entry = entry.map_err(read_err)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".patch") || !entry.path().is_file() {
+            continue;
+        }
+        let bytes = std::fs::read(entry.path()).map_err(read_err)?;
+        patches.push(PatchFile {
+            name,
+            path: entry.path(),
+            bytes,
+        });
+    }
+    patches.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Series {
+        dir: Some(dir.to_path_buf()),
+        patches,
+    })
+}
+
+/// Where the series reads pristine content from (the pinned commits).
+pub(crate) trait PristineTree {
+    /// The pinned state of `path`.
+    fn read(&self, path: &str) -> Result<Pristine>;
+}
+
+/// The series applied: the paths whose content differs from the pinned tree.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    /// Expected content by path (`None`: the series deletes the path).
+    pub files: BTreeMap<String, Option<FileContent>>,
+    /// Hunks applied at an offset, as messages.
+    pub offsets: Vec<String>,
+}
+
+/// Why one file section failed.
+struct FileFailure {
+    hunk: String,
+    detail: String,
+}
+
+/// Applies the whole series to `base`; `pinned` names the commit in messages.
+pub(crate) fn apply_series(
+    series: &Series,
+    base: &dyn PristineTree,
+    pinned: &str,
+) -> Result<Applied> {
+    let mut tree = Overlay {
+        base,
+        files: BTreeMap::new(),
+    };
+    let mut offsets = Vec::new();
+    for file in &series.patches {
+        let patch =
+            super::parse_patch(&file.name, &file.bytes).map_err(|e| Error::PatchSyntax {
+                patch: file.path.clone(),
+                line: e.line,
+                message: e.message,
+            })?;
+        for section in &patch.files {
+            for path in [&section.old_path, &section.new_path].into_iter().flatten() {
+                check_path(&patch.name, path, &tree)?;
+            }
+        }
+        for section in &patch.files {
+            match apply_section(section, &mut tree) {
+                Ok(moved) => offsets.extend(moved.into_iter().map(|(hunk, by)| {
+                    format!(
+                        "patch {}: {} hunk {hunk} applied {by:+} lines from where it says",
+                        patch.name,
+                        section.display_path()
+                    )
+                })),
+                Err(failure) => {
+                    let upstream = reverse_applies(&patch, base).then(|| pinned.to_string());
+                    return Err(Error::PatchFailed {
+                        patch: patch.name.clone(),
+                        file: section.display_path().to_string(),
+                        hunk: failure.hunk,
+                        detail: failure.detail,
+                        upstream,
+                    });
+                }
+            }
+        }
+    }
+    // Keep only what differs from the pinned tree.
+    let mut files = BTreeMap::new();
+    for (path, content) in tree.files {
+        let pristine = match base.read(&path)? {
+            Pristine::File(f) => Some(f),
+            _ => None,
+        };
+        if pristine != content {
+            files.insert(path, content);
+        }
+    }
+    Ok(Applied { files, offsets })
+}
+
+/// The pinned tree with the changes of the patches applied so far.
+struct Overlay<'b> {
+    base: &'b dyn PristineTree,
+    files: BTreeMap<String, Option<FileContent>>,
+}
+
+impl Overlay<'_> {
+    fn read(&self, path: &str) -> Result<Pristine> {
+        match self.files.get(path) {
+            Some(Some(content)) => Ok(Pristine::File(content.clone())),
+            Some(None) => Ok(Pristine::Absent),
+            None => self.base.read(path),
+        }
+    }
+}
+
+/// Refuses paths that would leave the tree or write through a link: absolute, `..`, `.`, empty
+/// components, `.git`, a symlink or submodule pointer on the way, or the submodule pointer itself.
+fn check_path(patch: &str, path: &str, tree: &Overlay) -> Result<()> {
+    let refuse = |why: &str| Error::UnsafePatchPath {
+        patch: patch.to_string(),
+        path: path.to_string(),
+        why: why.to_string(),
+    };
+    if path.starts_with('/') {
+        return Err(refuse("is absolute"));
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    for part in &parts {
+        match *part {
+            "" => return Err(refuse("has an empty component")),
+            "." | ".." => return Err(refuse("has a `.` or `..` component (leaves the tree)")),
+            p if p.eq_ignore_ascii_case(".git") => {
+                return Err(refuse("goes into a .git directory"));
+            }
+            _ => {}
+        }
+    }
+    for depth in 1..=parts.len() {
+        let prefix = parts[..depth].join("/");
+        match tree.read(&prefix)? {
+            Pristine::File(f) if f.mode == MODE_SYMLINK && depth < parts.len() => {
+                return Err(refuse(&format!("goes through the symlink `{prefix}`")));
+            }
+            Pristine::Gitlink if depth == parts.len() => {
+                return Err(refuse(
+                    "is a submodule pointer (gitlink); qola does not patch submodule commits: pin another AITER commit instead",
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn failure(hunk: &str, detail: impl Into<String>) -> FileFailure {
+    FileFailure {
+        hunk: hunk.to_string(),
+        detail: detail.into(),
+    }
+}
+
+/// Applies one file section; returns the offsets of hunks that moved.
+fn apply_section(
+    section: &FilePatch,
+    tree: &mut Overlay,
+) -> std::result::Result<Vec<(String, isize)>, FileFailure> {
+    let whole = "(whole file)";
+    let read =
+        |tree: &Overlay, path: &str| -> std::result::Result<Option<FileContent>, FileFailure> {
+            match tree.read(path) {
+                Ok(Pristine::File(f)) => Ok(Some(f)),
+                Ok(Pristine::Absent) => Ok(None),
+                Ok(Pristine::Directory) => Err(failure(whole, format!("`{path}` is a directory"))),
+                Ok(Pristine::Gitlink) => Err(failure(whole, format!("`{path}` is a submodule"))),
+                Err(e) => Err(failure(whole, e.to_string())),
+            }
+        };
+    let old = match &section.old_path {
+        Some(path) => match read(tree, path)? {
+            Some(content) => Some(content),
+            None => return Err(failure(whole, "the file does not exist in the tree")),
+        },
+        None => None,
+    };
+    if let Some(new) = &section.new_path {
+        let is_move = section.old_path.as_deref() != Some(new.as_str());
+        if is_move && read(tree, new)?.is_some() {
+            return Err(failure(
+                whole,
+                "the patch creates the file but it already exists",
+            ));
+        }
+    }
+    let old_data = old.as_ref().map(|f| f.data.as_slice()).unwrap_or(b"");
+    let mut moved = Vec::new();
+    let data = match &section.body {
+        Body::None => old_data.to_vec(),
+        Body::Text(hunks) => match apply_hunks(old_data, hunks, false) {
+            Ok(applied) => {
+                moved = applied.offsets;
+                applied.data
+            }
+            Err(f) => {
+                return Err(failure(
+                    &f.header,
+                    "its context and removed lines match nowhere after the previous hunk (qola applies with offsets, never with fuzz)",
+                ));
+            }
+        },
+        Body::Binary(forward) => {
+            if let Some(expected) = section.old_id.as_deref().filter(|id| id.len() == 40) {
+                if old.is_some() && blob_id(old_data) != expected {
+                    return Err(failure(
+                        "GIT binary patch",
+                        format!(
+                            "the file is not the blob {expected} the binary patch was made from"
+                        ),
+                    ));
+                }
+            }
+            match forward {
+                BinaryData::Literal(data) => data.clone(),
+                BinaryData::Delta(delta) => apply_delta(old_data, delta).ok_or_else(|| {
+                    failure("GIT binary patch", "the binary delta does not fit the file")
+                })?,
+            }
+        }
+        Body::BinaryWithoutData => {
+            return Err(failure(
+                "Binary files differ",
+                "the patch has no binary data; regenerate it with `git diff --binary` or `qola diff`",
+            ));
+        }
+    };
+    match &section.new_path {
+        None => {
+            if !data.is_empty() {
+                return Err(failure(
+                    whole,
+                    "the patch deletes the file but its content differs",
+                ));
+            }
+            if let Some(path) = &section.old_path {
+                tree.files.insert(path.clone(), None);
+            }
+        }
+        Some(new) => {
+            let mode = section
+                .new_mode
+                .or(old.as_ref().map(|f| f.mode))
+                .unwrap_or(MODE_FILE);
+            let mode = match mode {
+                MODE_EXEC | MODE_SYMLINK => mode,
+                _ => MODE_FILE,
+            };
+            if let Some(old_path) = section.old_path.as_ref().filter(|p| *p != new) {
+                if !section.copy {
+                    tree.files.insert(old_path.clone(), None);
+                }
+            }
+            tree.files
+                .insert(new.clone(), Some(FileContent { mode, data }));
+        }
+    }
+    Ok(moved)
+}
+
+/// Whether `patch` is already in the pristine tree: every section reverse-applies there.
+fn reverse_applies(patch: &Patch, base: &dyn PristineTree) -> bool {
+    patch.files.iter().all(|section| {
+        let current = |path: &Option<String>| match path.as_deref().map(|p| base.read(p)) {
+            Some(Ok(Pristine::File(f))) => Some(f),
+            _ => None,
+        };
+        let Some(new_path) = &section.new_path else {
+            return current(&section.old_path).is_none();
+        };
+        let Some(now) = current(&Some(new_path.clone())) else {
+            return false;
+        };
+        match &section.body {
+            Body::Text(hunks) => apply_hunks(&now.data, hunks, true)
+                .is_ok_and(|a| section.old_path.is_some() || a.data.is_empty()),
+            Body::Binary(BinaryData::Literal(data)) => *data == now.data,
+            Body::None => section.new_mode.is_none_or(|m| m == now.mode),
+            _ => false,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Tree(BTreeMap<String, Pristine>);
+
+    impl PristineTree for Tree {
+        fn read(&self, path: &str) -> Result<Pristine> {
+            Ok(self.0.get(path).cloned().unwrap_or(Pristine::Absent))
+        }
+    }
+
+    fn file(data: &str) -> Pristine {
+        Pristine::File(FileContent {
+            mode: MODE_FILE,
+            data: data.as_bytes().to_vec(),
+        })
+    }
+
+    fn series(patches: &[(&str, &str)]) -> Series {
+        Series {
+            dir: None,
+            patches: patches
+                .iter()
+                .map(|(name, text)| PatchFile {
+                    name: name.to_string(),
+                    path: PathBuf::from(name),
+                    bytes: text.as_bytes().to_vec(),
+                })
+                .collect(),
+        }
+    }
+
+    fn tree() -> Tree {
+        Tree(BTreeMap::from([
+            ("a.txt".to_string(), file("1\n2\n3\n")),
+            ("ck".to_string(), Pristine::Gitlink),
+            ("ck/k.h".to_string(), file("x\n")),
+            (
+                "link".to_string(),
+                Pristine::File(FileContent {
+                    mode: MODE_SYMLINK,
+                    data: b"/etc".to_vec(),
+                }),
+            ),
+        ]))
+    }
+
+    const EDIT_A: &str = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n 1\n-2\n+two\n 3\n";
+
+    #[test]
+    fn later_patches_see_earlier_ones() {
+        let second = "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n 1\n-two\n+TWO\n 3\n";
+        let out = apply_series(&series(&[("1", EDIT_A), ("2", second)]), &tree(), "c").unwrap();
+        assert_eq!(out.files["a.txt"].as_ref().unwrap().data, b"1\nTWO\n3\n");
+    }
+
+    #[test]
+    fn already_applied_patch_gets_the_upstream_hint() {
+        let mut t = tree();
+        t.0.insert("a.txt".into(), file("1\ntwo\n3\n"));
+        let e = apply_series(&series(&[("0001-x.patch", EDIT_A)]), &t, "abc123").unwrap_err();
+        let Error::PatchFailed { upstream, hunk, .. } = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(upstream.as_deref(), Some("abc123"));
+        assert_eq!(hunk, "@@ -1,3 +1,3 @@");
+        assert!(e.to_string().contains("drop 0001-x.patch"), "{e}");
+    }
+
+    #[test]
+    fn escaping_paths_are_refused() {
+        for bad in [
+            "../x",
+            "ck/../../x",
+            "/etc/passwd",
+            "link/passwd",
+            ".git/config",
+            "ck",
+        ] {
+            let p = format!("--- a/{bad}\n+++ b/{bad}\n@@ -1 +1 @@\n-x\n+y\n");
+            let e = apply_series(&series(&[("p", &p)]), &tree(), "c").unwrap_err();
+            assert!(matches!(e, Error::UnsafePatchPath { .. }), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn create_then_delete_leaves_nothing() {
+        let create =
+            "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+n\n";
+        let delete = "diff --git a/n b/n\ndeleted file mode 100644\n--- a/n\n+++ /dev/null\n@@ -1 +0,0 @@\n-n\n";
+        let out = apply_series(&series(&[("1", create), ("2", delete)]), &tree(), "c").unwrap();
+        assert!(out.files.is_empty());
+    }
+}

@@ -1,0 +1,691 @@
+//! The decision: what a preparation does with the tree it finds.
+//!
+//! # Inputs
+//!
+//! The **key** is a blake3 hash over the stamp schema, qola-build's version, the normalized
+//! `aiter_url`, the resolved commit and every patch of the series (name and bytes, in order).
+//! The **prepared state** is what the series produces on the pristine pinned tree: each
+//! repository's `HEAD` at its pinned commit and the paths the series changes; its fingerprint is
+//! computed without touching the tree. The **stamp** records the key and fingerprint of the last
+//! successful preparation.
+//!
+//! # The table
+//!
+//! | state of the tree | action | JSON `action` |
+//! |---|---|---|
+//! | `QOLA_SKIP_PREPARE=1` | write nothing; use the tree as it is; one warning naming up to 10 paths that differ from the prepared state | `skip-requested` |
+//! | no checkout | clone, prepare | `clone` |
+//! | `preparing` marker left by an interrupted run | prepare again from the pinned commit | `recover` |
+//! | key unchanged, tree == prepared state | nothing: no file written, no mtime changed | `up-to-date` |
+//! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed | `resync` |
+//! | the tree already equals what the new key produces | adopt it: write the stamp, rewrite no file | `resync` (reason `adopted`) |
+//! | local edits present | refuse, change nothing; list the edited paths and the three ways on | `refused` |
+//! | `QOLA_FORCE_PREPARE=1` | save local edits first (a patch under `.git/qola/backups/`), then prepare | `forced` |
+//!
+//! A path is a **local edit** only when its work-tree content differs from every state qola or
+//! git put there: the prepared state (new key), the state the stamp recorded (old key), the
+//! pinned commit (new and old), and the repository's current `HEAD` (commits are not lost by a
+//! resync; the old `HEAD` is kept as `refs/qola/previous-head`). A path back at the pinned
+//! commit's content is our patch undone, not a user's edit.
+//!
+//! # Cost of the common case
+//!
+//! `up-to-date` needs: the commit resolved locally (a SHA or tag; a branch costs a fetch), the
+//! patches read and hashed, the stamp read, and one status scan of each repository without
+//! untracked files. It writes nothing: not the index, not the stamp.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cargo::Directives;
+use crate::checkout::{
+    Network, Pinned, Pristine, clone_superproject, open_checkout, pin_config, resolve_commit,
+    set_origin,
+};
+use crate::diff::{Change, render};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::fingerprint::{TreeScan, fingerprint_of, scan};
+use crate::key::KeyComponents;
+use crate::lock::lock_checkout;
+use crate::options::{Prepare, Settings};
+use crate::patch::{Applied, FileContent, PristineTree, apply_series, load_series};
+use crate::report::{Action, Preparation, Reason, ReasonKind};
+use crate::stamp::{QolaDir, Stamp, unix_now, write_atomic};
+use crate::state::{Entry, PathState, workdir_content, workdir_entry};
+use crate::sync::{Target, sync};
+
+/// How many differing paths the skip warning names.
+const SKIP_LIST_LIMIT: usize = 10;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Prepare,
+    Status,
+    Diff,
+}
+
+impl PristineTree for Pinned {
+    fn read(&self, path: &str) -> Result<Pristine> {
+        Pinned::read(self, path)
+    }
+}
+
+impl Prepare {
+    /// Prepares the tree (see the table in the crate docs). Local edits give
+    /// [`Error::Refused`], which carries the report.
+    pub fn try_prepare(&self) -> Result<Preparation> {
+        let directives = Directives::new(self.cargo_metadata);
+        let env = Env::new(&directives);
+        let settings = self.settings(&env, &directives)?;
+        let _lock = lock_checkout(&settings.root, |lock| {
+            directives.warning(&format!(
+                "waiting for another qola preparation of {} to finish (lock {})",
+                settings.root.display(),
+                lock.display()
+            ))
+        })?;
+        match decide(&settings, &env, &directives, Mode::Prepare)? {
+            Decided::Report(report) => Ok(report),
+            Decided::Diff(_) => unreachable!("prepare mode never diffs"),
+        }
+    }
+
+    /// What [`Prepare::try_prepare`] would do and why. Writes nothing, takes no lock, never
+    /// fetches; lists untracked paths too.
+    pub fn try_status(&self) -> Result<Preparation> {
+        let directives = Directives::new(self.cargo_metadata);
+        let env = Env::new(&directives);
+        let settings = self.settings(&env, &directives)?;
+        match decide(&settings, &env, &directives, Mode::Status) {
+            Ok(Decided::Report(report)) => Ok(report),
+            Ok(Decided::Diff(_)) => unreachable!("status mode never diffs"),
+            Err(Error::Refused(report)) => Ok(*report),
+            Err(Error::FetchNeeded { what }) => Ok(Preparation {
+                action: Action::Resync,
+                reasons: vec![Reason::new(
+                    ReasonKind::FetchNeeded,
+                    format!("{what} first; `qola status` never fetches"),
+                )],
+                ..empty_report(&settings)
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The local edits relative to the prepared state, as a patch in the series format
+    /// (`qola diff`): adding it as the next patch of the series reproduces the edited tree.
+    /// Writes nothing, takes no lock, never fetches.
+    pub fn try_diff(&self) -> Result<Vec<u8>> {
+        let directives = Directives::new(self.cargo_metadata);
+        let env = Env::new(&directives);
+        let settings = self.settings(&env, &directives)?;
+        match decide(&settings, &env, &directives, Mode::Diff)? {
+            Decided::Diff(patch) => Ok(patch),
+            Decided::Report(_) => unreachable!("diff mode always diffs"),
+        }
+    }
+}
+
+/// Prepares with every setting from the environment and the manifest (see the crate docs).
+pub fn prepare_aiter() -> Result<Preparation> {
+    Prepare::new().try_prepare()
+}
+
+enum Decided {
+    Report(Preparation),
+    Diff(Vec<u8>),
+}
+
+fn empty_report(settings: &Settings) -> Preparation {
+    Preparation {
+        action: Action::UpToDate,
+        reasons: Vec::new(),
+        root: settings.root.clone(),
+        commit: String::new(),
+        key: String::new(),
+        fingerprint: String::new(),
+        expected_fingerprint: None,
+        edited_paths: Vec::new(),
+        untracked_paths: Vec::new(),
+        backup: None,
+        warnings: Vec::new(),
+    }
+}
+
+fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -> Result<Decided> {
+    let series = load_series(settings.patches_dir.as_deref())?;
+    if let Some(dir) = &series.dir {
+        directives.rerun_if_changed(dir);
+        for patch in &series.patches {
+            directives.rerun_if_changed(&patch.path);
+        }
+    }
+    let root = &settings.root;
+    if settings.skip && mode != Mode::Diff {
+        return skip(settings, directives).map(Decided::Report);
+    }
+    let spec = settings.commit.clone().ok_or_else(|| Error::NoCommit {
+        manifest: settings
+            .manifest_path
+            .as_ref()
+            .map_or("none found".to_string(), |p| p.display().to_string()),
+    })?;
+    let net = match mode {
+        Mode::Status | Mode::Diff => Network::Never,
+        Mode::Prepare if settings.offline => Network::Offline,
+        Mode::Prepare => Network::Online(env),
+    };
+    let mut reasons = Vec::new();
+    let mut warnings = Vec::new();
+    let (repo, fresh) = match open_checkout(root)? {
+        Some(repo) => (repo, false),
+        None => match mode {
+            Mode::Diff => return Err(Error::NotPrepared { root: root.clone() }),
+            Mode::Status => {
+                return Ok(Decided::Report(Preparation {
+                    action: Action::Clone,
+                    reasons: vec![Reason::new(
+                        ReasonKind::NoCheckout,
+                        format!(
+                            "no checkout at {}: prepare will clone {}",
+                            root.display(),
+                            settings.clone_url
+                        ),
+                    )],
+                    ..empty_report(settings)
+                }));
+            }
+            Mode::Prepare => {
+                reasons.push(Reason::new(
+                    ReasonKind::NoCheckout,
+                    format!(
+                        "no checkout at {}: cloned {}",
+                        root.display(),
+                        settings.clone_url
+                    ),
+                ));
+                (clone_superproject(&net, &settings.clone_url, root)?, true)
+            }
+        },
+    };
+    if mode == Mode::Prepare && !fresh {
+        set_origin(&repo, &settings.clone_url, root)?;
+    }
+    let qola_dir = QolaDir::new(repo.path());
+    let interrupted = qola_dir.marker_present();
+    let (commit, branch_warning) = resolve_commit(&repo, root, &spec, &settings.clone_url, &net)?;
+    warnings.extend(branch_warning);
+    let components = KeyComponents::new(&settings.url, &commit.to_string(), &series);
+    let key = components.key();
+    let stamp = qola_dir.read_stamp();
+
+    let with_untracked = mode == Mode::Status;
+    let now = if fresh {
+        TreeScan::default()
+    } else {
+        scan(root, with_untracked)?
+    };
+    let base = Preparation {
+        commit: commit.to_string(),
+        key: key.clone(),
+        fingerprint: now.fingerprint(),
+        untracked_paths: now.untracked.clone(),
+        warnings: warnings.clone(),
+        ..empty_report(settings)
+    };
+
+    // The common case: nothing to do, nothing written.
+    if let Some(stamp) = stamp.as_ref().filter(|s| {
+        !fresh
+            && !interrupted
+            && !settings.force
+            && s.key == key
+            && s.fingerprint == base.fingerprint
+    }) {
+        if mode != Mode::Diff {
+            return Ok(Decided::Report(Preparation {
+                action: Action::UpToDate,
+                expected_fingerprint: Some(stamp.fingerprint.clone()),
+                ..base
+            }));
+        }
+    }
+
+    let pinned = Pinned::open(root, repo, commit, &settings.clone_url, fresh, &net)?;
+    let applied = apply_series(&series, &pinned, &commit.to_string())?;
+    let expected_paths: BTreeMap<String, PathState> = applied
+        .files
+        .iter()
+        .map(|(p, c)| (p.clone(), c.as_ref().map(Entry::of)))
+        .collect();
+    let expected_fingerprint = fingerprint_of(&pinned.heads(), &expected_paths);
+    let candidates = candidates(&pinned, &applied, &now, stamp.as_ref())?;
+
+    if mode == Mode::Diff {
+        let mut changes = Vec::new();
+        for path in &candidates {
+            let from = expected_content(&pinned, &applied, path)?;
+            let to = workdir_content(&root.join(path))?;
+            if from != to {
+                changes.push(Change {
+                    path: path.clone(),
+                    from,
+                    to,
+                });
+            }
+        }
+        return Ok(Decided::Diff(render(&changes)));
+    }
+
+    // Classify every candidate path.
+    let mut current: BTreeMap<String, PathState> = BTreeMap::new();
+    let mut edited = Vec::new();
+    let mut reverted = Vec::new();
+    let mut all_prepared = true;
+    let pinned_heads = pinned.heads();
+    for path in &candidates {
+        let now_state = match now.paths.get(path) {
+            Some(state) => state.clone(),
+            None if fresh => None,
+            None => workdir_entry(&root.join(path))?,
+        };
+        let at_pin = pinned.state_at(&pinned_heads, path)?.flatten();
+        let prepared = match expected_paths.get(path) {
+            Some(state) => state.clone(),
+            None => at_pin.clone(),
+        };
+        if now_state != prepared {
+            all_prepared = false;
+            if now_state == at_pin && expected_paths.contains_key(path) {
+                reverted.push(path.clone());
+            }
+        }
+        let mut known = vec![prepared, at_pin];
+        if let Some(stamp) = &stamp {
+            if let Some(state) = stamp.paths.get(path) {
+                known.push(state.clone());
+            }
+            known.extend(pinned.state_at(&stamp.heads, path)?);
+        }
+        known.extend(pinned.state_at(&now.heads, path)?);
+        if !fresh && !known.contains(&now_state) {
+            edited.push(path.clone());
+        }
+        current.insert(path.clone(), now_state);
+    }
+    let heads_at_pin = pinned
+        .repos
+        .iter()
+        .all(|r| now.heads.get(&r.path) == Some(&Some(r.commit.to_string())));
+
+    // Why.
+    let action = if fresh {
+        Action::Clone
+    } else if interrupted {
+        reasons.push(Reason::new(
+            ReasonKind::Interrupted,
+            "a previous preparation was interrupted (its `preparing` marker is still there)"
+                .to_string(),
+        ));
+        Action::Recover
+    } else if settings.force {
+        Action::Forced
+    } else {
+        Action::Resync
+    };
+    if !fresh {
+        reasons.extend(tree_reasons(
+            &pinned,
+            &now,
+            stamp.as_ref(),
+            &components,
+            &qola_dir,
+            &reverted,
+        ));
+        if reasons.is_empty() && base.fingerprint != expected_fingerprint {
+            reasons.push(Reason::new(
+                ReasonKind::Differs,
+                format!(
+                    "the tree differs from the prepared state at: {}",
+                    name_some(
+                        &candidates_differing(&current, &expected_paths, &pinned)?,
+                        SKIP_LIST_LIMIT
+                    )
+                ),
+            ));
+        }
+    }
+    let mut report = Preparation {
+        action,
+        reasons,
+        expected_fingerprint: Some(expected_fingerprint.clone()),
+        edited_paths: edited.clone(),
+        warnings: applied.offsets.clone(),
+        ..base
+    };
+    report.warnings.extend(warnings);
+
+    if !edited.is_empty() && !settings.force {
+        report.action = Action::Refused;
+        return Err(Error::Refused(Box::new(report)));
+    }
+    let adopted = !fresh && all_prepared && heads_at_pin;
+    if adopted {
+        report.reasons.push(Reason::new(
+            ReasonKind::Adopted,
+            "the tree already is the prepared state: adopted it, no file rewritten".to_string(),
+        ));
+    }
+    if mode == Mode::Status {
+        return Ok(Decided::Report(report));
+    }
+
+    // From here on the tree is written.
+    if settings.force && !edited.is_empty() {
+        let mut changes = Vec::new();
+        for path in &candidates {
+            let from = expected_content(&pinned, &applied, path)?;
+            let to = workdir_content(&root.join(path))?;
+            if from != to {
+                changes.push(Change {
+                    path: path.clone(),
+                    from,
+                    to,
+                });
+            }
+        }
+        let backup = qola_dir.backup_path(unix_now());
+        write_atomic(&backup, &render(&changes))?;
+        report.reasons.push(Reason::new(
+            ReasonKind::Forced,
+            format!(
+                "local edits in {} path(s) saved to {} and discarded",
+                edited.len(),
+                backup.display()
+            ),
+        ));
+        directives.warning(&format!(
+            "QOLA_FORCE_PREPARE=1: local edits in {} path(s) of {} saved to {} (apply it with `git apply` or add it to the series), then discarded",
+            edited.len(),
+            root.display(),
+            backup.display()
+        ));
+        report.backup = Some(backup);
+    }
+    qola_dir.write_marker(&key)?;
+    pin_config(&pinned.repos[0].repo, root)?;
+    let mut targets = BTreeMap::new();
+    for path in &candidates {
+        targets.insert(
+            path.clone(),
+            Target {
+                content: expected_content(&pinned, &applied, path)?,
+                pinned: pinned.state_at(&pinned_heads, path)?.flatten(),
+            },
+        );
+    }
+    let patch_for = |path: &str| patch_touching(&series, path);
+    sync(root, &pinned, &targets, &patch_for)?;
+
+    let after = scan(root, false)?;
+    if after.fingerprint() != expected_fingerprint {
+        let differing: Vec<String> = after
+            .paths
+            .iter()
+            .filter(|(p, s)| expected_paths.get(*p) != Some(*s))
+            .map(|(p, _)| p.clone())
+            .chain(
+                expected_paths
+                    .keys()
+                    .filter(|p| !after.paths.contains_key(*p))
+                    .cloned(),
+            )
+            .chain(
+                after
+                    .heads
+                    .iter()
+                    .filter(|(r, h)| pinned_heads.get(*r) != Some(*h))
+                    .map(|(r, _)| format!("HEAD of {}", if r.is_empty() { "." } else { r })),
+            )
+            .collect();
+        return Err(Error::Verify {
+            root: root.clone(),
+            paths: name_some(&differing, SKIP_LIST_LIMIT),
+        });
+    }
+    qola_dir.write_stamp(&Stamp {
+        schema: crate::key::SCHEMA,
+        key,
+        components,
+        fingerprint: expected_fingerprint.clone(),
+        heads: pinned_heads,
+        paths: expected_paths,
+        prepared_at: unix_now(),
+        action: report.action.as_str().to_string(),
+    })?;
+    qola_dir.clear_marker()?;
+    for warning in &applied.offsets {
+        directives.warning(warning);
+    }
+    report.fingerprint = expected_fingerprint;
+    Ok(Decided::Report(report))
+}
+
+/// Every path whose state may differ between the tree, the prepared state, the stamp's state and
+/// the pinned commits.
+fn candidates(
+    pinned: &Pinned,
+    applied: &Applied,
+    now: &TreeScan,
+    stamp: Option<&Stamp>,
+) -> Result<BTreeSet<String>> {
+    let mut paths: BTreeSet<String> = now.paths.keys().cloned().collect();
+    paths.extend(applied.files.keys().cloned());
+    if let Some(stamp) = stamp {
+        paths.extend(stamp.paths.keys().cloned());
+    }
+    for repo in &pinned.repos {
+        if let Some(Some(head)) = now.heads.get(&repo.path) {
+            if *head != repo.commit.to_string() {
+                paths.extend(pinned.changed_since_pinned(&repo.path, head)?);
+            }
+        }
+    }
+    // Submodule roots are repositories, not files.
+    paths.retain(|p| !pinned.repos.iter().any(|r| r.path == *p));
+    Ok(paths)
+}
+
+/// The prepared content of `path`: the series' result, else the pinned file.
+fn expected_content(pinned: &Pinned, applied: &Applied, path: &str) -> Result<Option<FileContent>> {
+    if let Some(content) = applied.files.get(path) {
+        return Ok(content.clone());
+    }
+    Ok(match pinned.read(path)? {
+        Pristine::File(content) => Some(content),
+        _ => None,
+    })
+}
+
+/// Paths whose current state is not the prepared one.
+fn candidates_differing(
+    current: &BTreeMap<String, PathState>,
+    expected: &BTreeMap<String, PathState>,
+    pinned: &Pinned,
+) -> Result<Vec<String>> {
+    let heads = pinned.heads();
+    let mut out = Vec::new();
+    for (path, state) in current {
+        let prepared = match expected.get(path) {
+            Some(s) => s.clone(),
+            None => pinned.state_at(&heads, path)?.flatten(),
+        };
+        if *state != prepared {
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Reasons found by comparing the tree and the stamp with the new key and pinned state.
+fn tree_reasons(
+    pinned: &Pinned,
+    now: &TreeScan,
+    stamp: Option<&Stamp>,
+    components: &KeyComponents,
+    qola_dir: &QolaDir,
+    reverted: &[String],
+) -> Vec<Reason> {
+    let mut reasons = Vec::new();
+    match stamp {
+        Some(stamp) => reasons.extend(components.changes_from(&stamp.components)),
+        None if qola_dir.stamp_exists() => reasons.push(Reason::new(
+            ReasonKind::NoStamp,
+            "the stamp is corrupt or from another qola: ignored".to_string(),
+        )),
+        None => reasons.push(Reason::new(
+            ReasonKind::NoStamp,
+            "no stamp: first preparation of this checkout".to_string(),
+        )),
+    }
+    let commit_changed = stamp.is_some_and(|s| s.components.commit != components.commit);
+    for repo in &pinned.repos {
+        let name = if repo.path.is_empty() {
+            "AITER"
+        } else {
+            &repo.path
+        };
+        match now.heads.get(&repo.path) {
+            None | Some(None) => reasons.push(Reason::new(
+                ReasonKind::SubmoduleMissing,
+                format!("{name} is not checked out"),
+            )),
+            Some(Some(head)) if *head != repo.commit.to_string() && !commit_changed => {
+                reasons.push(Reason::new(
+                    ReasonKind::HeadMoved,
+                    format!(
+                        "HEAD of {name} moved to {} (pinned {}); the old HEAD is kept as refs/qola/previous-head",
+                        &head[..12.min(head.len())],
+                        &repo.commit.to_string()[..12]
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    if !reverted.is_empty() {
+        reasons.push(Reason::new(
+            ReasonKind::PatchReverted,
+            format!(
+                "{} path(s) lost their patches (back at the pinned commit): {}",
+                reverted.len(),
+                name_some(reverted, SKIP_LIST_LIMIT)
+            ),
+        ));
+    }
+    reasons
+}
+
+/// The first `limit` items joined, with a count of the rest.
+fn name_some(items: &[String], limit: usize) -> String {
+    let mut text = items
+        .iter()
+        .take(limit)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > limit {
+        text.push_str(&format!(" (+{} more)", items.len() - limit));
+    }
+    text
+}
+
+/// The name of a patch of the series that touches `path`, for messages.
+fn patch_touching(series: &crate::patch::Series, path: &str) -> String {
+    series
+        .patches
+        .iter()
+        .find(|p| {
+            crate::patch::parse_patch(&p.name, &p.bytes).is_ok_and(|parsed| {
+                parsed.files.iter().any(|f| {
+                    f.new_path.as_deref() == Some(path) || f.old_path.as_deref() == Some(path)
+                })
+            })
+        })
+        .map_or_else(
+            || "(restoring the pinned tree)".to_string(),
+            |p| p.name.clone(),
+        )
+}
+
+/// `QOLA_SKIP_PREPARE=1`: report how the tree differs from the prepared state, write nothing.
+fn skip(settings: &Settings, directives: &Directives) -> Result<Preparation> {
+    let root = &settings.root;
+    let Some(repo) = open_checkout(root)? else {
+        return Err(Error::SkipWithoutCheckout { root: root.clone() });
+    };
+    let stamp = QolaDir::new(repo.path()).read_stamp();
+    let now = scan(root, false)?;
+    let commit = now.heads.get("").cloned().flatten().unwrap_or_default();
+    let fingerprint = now.fingerprint();
+    let message = match &stamp {
+        None => format!(
+            "QOLA_SKIP_PREPARE=1: using {} as it is; it has never been prepared (no stamp)",
+            root.display()
+        ),
+        Some(stamp) if stamp.fingerprint == fingerprint => format!(
+            "QOLA_SKIP_PREPARE=1: using {} as it is (it is the prepared state)",
+            root.display()
+        ),
+        Some(stamp) => {
+            let mut differing: Vec<String> = stamp
+                .heads
+                .iter()
+                .filter(|(r, h)| now.heads.get(*r) != Some(*h))
+                .map(|(r, _)| format!("HEAD of {}", if r.is_empty() { "AITER" } else { r }))
+                .collect();
+            let paths: BTreeSet<&String> = now.paths.keys().chain(stamp.paths.keys()).collect();
+            differing.extend(
+                paths
+                    .into_iter()
+                    .filter(|p| now.paths.get(*p) != stamp.paths.get(*p))
+                    .cloned(),
+            );
+            format!(
+                "QOLA_SKIP_PREPARE=1: using {} as it is; {} path(s) differ from the prepared state: {}",
+                root.display(),
+                differing.len(),
+                name_some(&differing, SKIP_LIST_LIMIT)
+            )
+        }
+    };
+    directives.warning(&message);
+    Ok(Preparation {
+        action: Action::SkipRequested,
+        reasons: vec![Reason::new(ReasonKind::Differs, message.clone())],
+        commit,
+        key: stamp.as_ref().map(|s| s.key.clone()).unwrap_or_default(),
+        fingerprint,
+        expected_fingerprint: stamp.map(|s| s.fingerprint),
+        warnings: vec![message],
+        ..empty_report(settings)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_file_is_outside_the_checkout() {
+        let root = std::path::Path::new("/cache/checkouts/aiter-0123");
+        assert!(!crate::lock::lock_path(root).starts_with(root));
+    }
+
+    #[test]
+    fn name_some_counts_the_rest() {
+        let items: Vec<String> = (0..12).map(|i| i.to_string()).collect();
+        assert_eq!(name_some(&items[..2], 10), "0, 1");
+        assert!(name_some(&items, 10).ends_with("(+2 more)"));
+    }
+}

@@ -1,0 +1,140 @@
+//! The stamp: what the last successful preparation produced, kept in the checkout's git
+//! directory (`.git/qola/stamp.json`) where `git reset`, `git clean` and `git checkout` never
+//! reach. Beside it: the `preparing` marker (present while a preparation writes, so a killed run
+//! is noticed) and `backups/` (local edits saved before a forced preparation).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, io_error};
+use crate::key::{KeyComponents, SCHEMA};
+use crate::state::PathState;
+
+/// The prepared state as the stamp records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Stamp {
+    /// Layout version ([`SCHEMA`]); another value counts as no stamp.
+    pub schema: u32,
+    /// The key the tree was prepared for.
+    pub key: String,
+    /// The key's components, to name what changed.
+    pub components: KeyComponents,
+    /// The tree's fingerprint right after preparation.
+    pub fingerprint: String,
+    /// Each repository's `HEAD` in the prepared state.
+    pub heads: BTreeMap<String, Option<String>>,
+    /// Every path whose prepared content differs from the pinned commit, with that content.
+    pub paths: BTreeMap<String, PathState>,
+    /// When it was written (seconds since the Unix epoch).
+    pub prepared_at: u64,
+    /// The action that wrote it.
+    pub action: String,
+}
+
+/// qola's files inside the checkout's git directory.
+#[derive(Debug, Clone)]
+pub(crate) struct QolaDir {
+    dir: PathBuf,
+}
+
+impl QolaDir {
+    /// The area for the repository whose git directory is `git_dir`.
+    pub(crate) fn new(git_dir: &Path) -> QolaDir {
+        QolaDir {
+            dir: git_dir.join("qola"),
+        }
+    }
+
+    fn stamp_path(&self) -> PathBuf {
+        self.dir.join("stamp.json")
+    }
+
+    fn marker_path(&self) -> PathBuf {
+        self.dir.join("preparing")
+    }
+
+    /// The stamp, or `None` when missing, corrupt or of another schema.
+    pub(crate) fn read_stamp(&self) -> Option<Stamp> {
+        let bytes = std::fs::read(self.stamp_path()).ok()?;
+        let stamp: Stamp = serde_json::from_slice(&bytes).ok()?;
+        (stamp.schema == SCHEMA).then_some(stamp)
+    }
+
+    /// Whether a stamp file exists at all (to tell "corrupt" from "absent" in reasons).
+    pub(crate) fn stamp_exists(&self) -> bool {
+        self.stamp_path().exists()
+    }
+
+    /// Writes the stamp atomically (temporary file, fsync, rename).
+    pub(crate) fn write_stamp(&self, stamp: &Stamp) -> Result<()> {
+        let json = serde_json::to_vec_pretty(stamp).expect("the stamp always serializes");
+        write_atomic(&self.stamp_path(), &json)
+    }
+
+    /// Whether an interrupted preparation left its marker.
+    pub(crate) fn marker_present(&self) -> bool {
+        self.marker_path().exists()
+    }
+
+    /// Marks the start of writes.
+    pub(crate) fn write_marker(&self, key: &str) -> Result<()> {
+        write_atomic(&self.marker_path(), format!("{key}\n").as_bytes())
+    }
+
+    /// Marks the end of writes.
+    pub(crate) fn clear_marker(&self) -> Result<()> {
+        match std::fs::remove_file(self.marker_path()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(io_error("remove the marker", self.marker_path())(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A new file name for a backup of local edits.
+    pub(crate) fn backup_path(&self, unix_seconds: u64) -> PathBuf {
+        let dir = self.dir.join("backups");
+        let mut n = 0;
+        loop {
+            let name = if n == 0 {
+                format!("local-edits-{unix_seconds}.patch")
+            } else {
+                format!("local-edits-{unix_seconds}-{n}.patch")
+            };
+            let path = dir.join(name);
+            if !path.exists() {
+                return path;
+            }
+            n += 1;
+        }
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let mut file = std::fs::File::create(&tmp).map_err(io_error("create", &tmp))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(io_error("write", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_error("rename into place", path))
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -665,6 +665,9 @@ fn attach_submodule(
                 });
             }
         }
+        if let Some(dir) = gitdir.parent() {
+            std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
+        }
         git.run(
             &parent.workdir,
             &[
@@ -681,11 +684,7 @@ fn attach_submodule(
         )?;
     }
     // The layout git itself uses: a relative `.git` file and a relative `core.worktree`.
-    std::fs::create_dir_all(&workdir).map_err(io_error("create", &workdir))?;
-    let dotgit = workdir.join(".git");
-    let to_gitdir = relative_path(&workdir, &gitdir);
-    std::fs::write(&dotgit, format!("gitdir: {}\n", to_gitdir.display()))
-        .map_err(io_error("write", &dotgit))?;
+    write_gitdir_link(&workdir, &gitdir)?;
     let repo = Repository::open(&workdir).map_err(git_error("open the submodule", &workdir))?;
     let to_workdir = relative_path(&gitdir, &workdir);
     repo.config()
@@ -700,6 +699,26 @@ fn attach_submodule(
         .and_then(|mut c| c.set_str(&format!("submodule.{name}.url"), url))
         .map_err(git_error("record the submodule URL", &parent.workdir))?;
     Ok(repo)
+}
+
+/// Writes `<workdir>/.git` pointing at `gitdir` (relative, as git does).
+fn write_gitdir_link(workdir: &Path, gitdir: &Path) -> Result<()> {
+    std::fs::create_dir_all(workdir).map_err(io_error("create", workdir))?;
+    let dotgit = workdir.join(".git");
+    let to_gitdir = relative_path(workdir, gitdir);
+    std::fs::write(&dotgit, format!("gitdir: {}\n", to_gitdir.display()))
+        .map_err(io_error("write", &dotgit))
+}
+
+impl PinnedRepo {
+    /// Restores a submodule's `.git` link file when a checkout of its parent removed it (libgit2
+    /// clears a submodule directory the parent's work tree does not know yet).
+    pub(crate) fn ensure_gitdir_link(&self) -> Result<()> {
+        if self.path.is_empty() || self.workdir.join(".git").exists() {
+            return Ok(());
+        }
+        write_gitdir_link(&self.workdir, self.repo.path())
+    }
 }
 
 /// `to` as a path relative to the directory `from` (both made absolute).

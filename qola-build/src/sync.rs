@@ -43,6 +43,9 @@ pub(crate) fn sync(
     }
     for repo in &pinned.repos {
         checkout_pinned(repo)?;
+        for other in &pinned.repos {
+            other.ensure_gitdir_link()?;
+        }
     }
     let mut written = Vec::new();
     for (path, target) in targets {

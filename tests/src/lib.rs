@@ -1,1 +1,95 @@
-//! fixtures
+//! Fixtures for qola's tests, benchmarks and quickstart: real git repositories, never mocks.
+//!
+//! * [`Demo`]: a small AITER-shaped upstream (a superproject with a `3rdparty/composable_kernel`
+//!   submodule, a binary hsa code object, an executable script) and a demo patch series touching
+//!   the superproject, the submodule and both.
+//! * [`real_aiter`]: the real AITER source tree from the PyPI wheel `amd-aiter==0.1.7.post2.dev18`
+//!   as a local git repository with composable_kernel as a real submodule, built once and cached
+//!   under `target/qola-fixtures/`.
+//!
+//! Fixtures panic on failure: they are test support, not library code.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod demo;
+mod real;
+
+pub use demo::{DEMO_PATCHES, Demo, code_object as demo_code_object};
+pub use real::{RealAiter, real_aiter};
+
+/// Runs `git` in `dir` with a fixed identity and no user or system config; returns stdout.
+/// Panics with the command and its stderr when git fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = git_command(dir, args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run git {args:?}: {e}"));
+    if !output.status.success() {
+        panic!(
+            "git {args:?} in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .trim_end()
+        .to_string()
+}
+
+/// A `git` command in `dir` with the fixtures' environment (fixed identity and dates, no user
+/// or system config, local file transport allowed for submodules).
+pub fn git_command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("git");
+    command
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=qola fixtures",
+            "-c",
+            "user.email=fixtures@qola.invalid",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "protocol.file.allow=always",
+            "-c",
+            "core.autocrlf=false",
+        ])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+    for name in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// Writes `content` to `root/path`, creating parent directories.
+pub fn write(root: &Path, path: &str, content: impl AsRef<[u8]>) {
+    let full = root.join(path);
+    std::fs::create_dir_all(full.parent().expect("a file path has a parent"))
+        .unwrap_or_else(|e| panic!("cannot create the parent of {}: {e}", full.display()));
+    std::fs::write(&full, content)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", full.display()));
+}
+
+/// Whether this run is in CI (`CI=true`), where missing tools and downloads fail the tests.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The workspace's `target/qola-fixtures` directory (or `$CARGO_TARGET_DIR/qola-fixtures`).
+pub fn fixtures_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("target")
+        });
+    let dir = target.join("qola-fixtures");
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    dir
+}

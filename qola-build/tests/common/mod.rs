@@ -1,0 +1,137 @@
+//! Shared setup of the integration tests: a demo upstream in a temp dir and a checkout path.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use qola_build::{Action, Error, Preparation, Prepare, ReasonKind};
+pub use qola_tests::{Demo, git, write};
+
+/// A demo upstream and the path of the checkout qola manages.
+pub struct Setup {
+    pub tmp: tempfile::TempDir,
+    pub demo: Demo,
+    pub root: PathBuf,
+}
+
+pub fn setup() -> Setup {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let demo = Demo::create(&tmp.path().join("upstream"));
+    let root = tmp.path().join("work").join("aiter");
+    Setup { tmp, demo, root }
+}
+
+impl Setup {
+    /// Options naming everything explicitly (no environment, no manifest).
+    pub fn options(&self) -> Prepare {
+        let mut options = Prepare::new();
+        options
+            .root(&self.root)
+            .url(self.demo.aiter.to_string_lossy())
+            .commit(&self.demo.commit)
+            .patches_dir(&self.demo.patches)
+            .force(false)
+            .skip(false)
+            .offline(false)
+            .cargo_metadata(false);
+        options
+    }
+
+    pub fn prepare(&self) -> Preparation {
+        self.options()
+            .try_prepare()
+            .unwrap_or_else(|e| panic!("prepare failed: {e}"))
+    }
+
+    /// Prepares and expects a refusal; returns the report it carries.
+    pub fn refused(&self) -> Preparation {
+        match self.options().try_prepare() {
+            Err(Error::Refused(report)) => *report,
+            Ok(p) => panic!("expected a refusal, got {p}"),
+            Err(e) => panic!("expected a refusal, got the error {e}"),
+        }
+    }
+
+    pub fn ck(&self) -> PathBuf {
+        self.root.join("3rdparty/composable_kernel")
+    }
+
+    pub fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.root.join(path)).unwrap_or_else(|e| panic!("read {path}: {e}"))
+    }
+
+    pub fn write(&self, path: &str, content: &str) {
+        write(&self.root, path, content);
+    }
+
+    pub fn add_patch(&self, name: &str, text: impl AsRef<[u8]>) {
+        write(&self.demo.patches, name, text);
+    }
+
+    pub fn stamp(&self) -> PathBuf {
+        self.root.join(".git/qola/stamp.json")
+    }
+}
+
+/// Paths patched by the demo series, to check after a preparation.
+pub const PATCHED_SUPER: &str = "csrc/include/mha_fwd.h";
+pub const PATCHED_CK: &str =
+    "3rdparty/composable_kernel/example/ck_tile/01_fmha/codegen/cpp_symbol_map.py";
+pub const CREATED: &str = "csrc/include/qola_version.h";
+pub const UNTOUCHED: &str = "README.md";
+
+/// Asserts the demo series is applied in the checkout.
+pub fn assert_prepared(s: &Setup) {
+    assert!(s.read(PATCHED_SUPER).contains("void* lse;"));
+    assert!(s.read(PATCHED_CK).contains("transformer_engine"));
+    assert!(s.read(CREATED).contains("QOLA_PATCHED"));
+    assert!(
+        s.read("3rdparty/composable_kernel/include/ck_tile/core/config.hpp")
+            .contains("CK_TILE_QOLA")
+    );
+}
+
+/// Modification times of every file and directory under `dir`, `.git` included.
+pub fn mtimes(dir: &Path) -> BTreeMap<PathBuf, SystemTime> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read dir").flatten() {
+            let meta = entry.path().symlink_metadata().expect("metadata");
+            out.insert(entry.path(), meta.modified().expect("mtime"));
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    out
+}
+
+/// The paths whose mtime changed, appeared or disappeared.
+pub fn changed(
+    before: &BTreeMap<PathBuf, SystemTime>,
+    after: &BTreeMap<PathBuf, SystemTime>,
+) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = before
+        .iter()
+        .filter(|(p, t)| after.get(*p) != Some(*t))
+        .map(|(p, _)| p.clone())
+        .collect();
+    paths.extend(after.keys().filter(|p| !before.contains_key(*p)).cloned());
+    paths
+}
+
+pub fn kinds(p: &Preparation) -> Vec<ReasonKind> {
+    p.reasons.iter().map(|r| r.kind).collect()
+}
+
+pub fn assert_action(p: &Preparation, action: Action) {
+    assert_eq!(p.action, action, "{p}");
+}
+
+/// Lets the clock move on so that a rewritten file would get a new mtime.
+pub fn tick() {
+    std::thread::sleep(std::time::Duration::from_millis(20));
+}

@@ -33,6 +33,12 @@ impl Directives {
         }
     }
 
+    /// Every directive printed so far.
+    #[cfg(test)]
+    pub(crate) fn emitted(&self) -> Vec<String> {
+        self.emitted.borrow().iter().cloned().collect()
+    }
+
     /// `cargo:rerun-if-env-changed=NAME`, once per name.
     pub(crate) fn rerun_if_env_changed(&self, name: &str) {
         self.emit_once(format!("cargo:rerun-if-env-changed={name}"));

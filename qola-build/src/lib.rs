@@ -39,7 +39,7 @@
 //!
 //! | variable | effect |
 //! |---|---|
-//! | `QOLA_MANIFEST` | manifest file (default: `qola.toml` in `CARGO_MANIFEST_DIR`, else in the current directory, if present) |
+//! | `QOLA_MANIFEST` | manifest file (default: `qola.toml` in `CARGO_MANIFEST_DIR` in a build script, in the current directory otherwise, if present) |
 //! | `QOLA_AITER_COMMIT` | AITER commit: full or short SHA, tag, or branch (refreshed from origin on every run) |
 //! | `QOLA_AITER_URL` | AITER repository URL or local path (default `https://github.com/ROCm/aiter.git`) |
 //! | `QOLA_PATCHES_DIR` | patch series directory: every `*.patch`, in file-name order |
@@ -50,7 +50,7 @@
 //! | `QOLA_OFFLINE=1`, `CARGO_NET_OFFLINE=true` | never use the network; a missing commit is an error |
 //! | `QOLA_GIT` | the `git` used for clone and fetch (default: `git` on `PATH`) |
 //! | `XDG_CACHE_HOME`, `HOME` | locate the default cache |
-//! | `CARGO_MANIFEST_DIR` | locate the default manifest |
+//! | `CARGO_MANIFEST_DIR` | locate the default manifest (build scripts only) |
 //!
 //! # Where things live
 //!

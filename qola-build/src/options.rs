@@ -56,8 +56,8 @@ impl Prepare {
         }
     }
 
-    /// The manifest file (over `QOLA_MANIFEST` and the default `qola.toml` of the package being
-    /// built, or of the current directory outside Cargo).
+    /// The manifest file (over `QOLA_MANIFEST` and the default: `qola.toml` of the package being
+    /// built in a build script, of the current directory otherwise).
     pub fn manifest(&mut self, path: impl Into<PathBuf>) -> &mut Prepare {
         self.manifest = Some(path.into());
         self
@@ -119,7 +119,7 @@ impl Prepare {
             Some(path) => Some(path.clone()),
             None => match env.var_os("QOLA_MANIFEST") {
                 Some(path) => Some(PathBuf::from(path)),
-                None => default_manifest(env),
+                None => default_manifest(env, self.cargo_metadata),
             },
         };
         let manifest = match &manifest_path {
@@ -214,11 +214,12 @@ pub(crate) struct Settings {
     pub offline: bool,
 }
 
-/// `qola.toml` of the package being built (`CARGO_MANIFEST_DIR`), or of the current directory.
-fn default_manifest(env: &Env) -> Option<PathBuf> {
-    let dir = env
-        .var_os("CARGO_MANIFEST_DIR")
-        .map(PathBuf::from)
+/// `qola.toml` of the package being built (`CARGO_MANIFEST_DIR`, in a build script), or of the
+/// current directory (the command line, or when Cargo did not set it).
+fn default_manifest(env: &Env, build_script: bool) -> Option<PathBuf> {
+    let dir = build_script
+        .then(|| env.var_os("CARGO_MANIFEST_DIR").map(PathBuf::from))
+        .flatten()
         .or_else(|| std::env::current_dir().ok())?;
     let path = dir.join("qola.toml");
     path.is_file().then_some(path)

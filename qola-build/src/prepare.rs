@@ -74,9 +74,12 @@ impl Prepare {
     /// Prepares the tree (see the table in the crate docs). Local edits give
     /// [`Error::Refused`], which carries the report.
     pub fn try_prepare(&self) -> Result<Preparation> {
-        let directives = Directives::new(self.cargo_metadata);
-        let env = Env::new(&directives);
-        let settings = self.settings(&env, &directives)?;
+        self.prepare_with(&Directives::new(self.cargo_metadata))
+    }
+
+    fn prepare_with(&self, directives: &Directives) -> Result<Preparation> {
+        let env = Env::new(directives);
+        let settings = self.settings(&env, directives)?;
         let _lock = lock_checkout(&settings.root, |lock| {
             directives.warning(&format!(
                 "waiting for another qola preparation of {} to finish (lock {})",
@@ -84,7 +87,7 @@ impl Prepare {
                 lock.display()
             ))
         })?;
-        match decide(&settings, &env, &directives, Mode::Prepare)? {
+        match decide(&settings, &env, directives, Mode::Prepare)? {
             Decided::Report(report) => Ok(report),
             Decided::Diff(_) => unreachable!("prepare mode never diffs"),
         }
@@ -680,6 +683,81 @@ mod tests {
     fn lock_file_is_outside_the_checkout() {
         let root = std::path::Path::new("/cache/checkouts/aiter-0123");
         assert!(!crate::lock::lock_path(root).starts_with(root));
+    }
+
+    #[test]
+    fn build_script_directives_name_every_variable_read_and_only_inputs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let demo = qola_tests::Demo::create(tmp.path());
+        let root = tmp.path().join("checkout");
+        let directives = Directives::new(true);
+        let mut options = Prepare::new();
+        options
+            .root(&root)
+            .url(demo.aiter.to_string_lossy())
+            .commit(&demo.commit)
+            .patches_dir(&demo.patches);
+        options.prepare_with(&directives).unwrap();
+        let lines = directives.emitted();
+        for name in [
+            "QOLA_MANIFEST",
+            "CARGO_MANIFEST_DIR",
+            "QOLA_SKIP_PREPARE",
+            "QOLA_FORCE_PREPARE",
+            "QOLA_OFFLINE",
+            "CARGO_NET_OFFLINE",
+            "QOLA_GIT",
+        ] {
+            assert!(
+                lines.contains(&format!("cargo:rerun-if-env-changed={name}")),
+                "{name}: {lines:?}"
+            );
+        }
+        // Explicit arguments are not read from the environment.
+        assert!(
+            !lines.iter().any(|l| l.ends_with("=QOLA_AITER_ROOT")),
+            "{lines:?}"
+        );
+        let watched: Vec<&str> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("cargo:rerun-if-changed="))
+            .collect();
+        assert_eq!(
+            watched.len(),
+            1 + qola_tests::DEMO_PATCHES.len(),
+            "{watched:?}"
+        );
+        for path in watched {
+            let path = std::path::Path::new(path);
+            assert!(path.exists(), "{}", path.display());
+            assert!(
+                path.starts_with(&demo.patches),
+                "only inputs are watched: {}",
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn the_environment_is_read_only_through_the_helper() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut stack = vec![src];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.file_name().is_some_and(|n| n != "env.rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let needle = ["env::", "var"].concat();
+                    assert!(
+                        !text.contains(&needle),
+                        "{} reads the environment directly",
+                        path.display()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

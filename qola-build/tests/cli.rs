@@ -1,1 +1,313 @@
-//! placeholder
+//! The `qola` command line as CMake builds use it: separate processes, the environment, JSON on
+//! standard output and the exit status.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+
+const QOLA: &str = env!("CARGO_BIN_EXE_qola");
+
+/// `qola` with no QOLA_* variables from the caller's environment.
+fn qola(s: &Setup, args: &[&str]) -> Command {
+    let mut command = Command::new(QOLA);
+    command.current_dir(s.tmp.path()).args(args);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("QOLA_") || name == "CARGO_NET_OFFLINE" {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+/// The usual explicit arguments.
+fn explicit(s: &Setup) -> Vec<String> {
+    vec![
+        "--root".into(),
+        s.root.to_string_lossy().into(),
+        "--url".into(),
+        s.demo.aiter.to_string_lossy().into(),
+        "--commit".into(),
+        s.demo.commit.clone(),
+        "--patches".into(),
+        s.demo.patches.to_string_lossy().into(),
+    ]
+}
+
+fn run(s: &Setup, command: &str, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = vec![command.into()];
+    args.extend(explicit(s));
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    qola(s, &args).output().expect("run qola")
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(text.lines().count(), 1, "one JSON object on stdout: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn prepare_json_has_every_field_and_exit_zero() {
+    let s = setup();
+    let out = run(&s, "prepare", &["--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    for key in [
+        "action",
+        "reasons",
+        "root",
+        "commit",
+        "key",
+        "fingerprint",
+        "expected_fingerprint",
+        "edited_paths",
+        "untracked_paths",
+        "backup",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}: {v}");
+    }
+    assert_eq!(v["action"], "clone");
+    assert_eq!(v["commit"], s.demo.commit.as_str());
+    assert_eq!(v["fingerprint"], v["expected_fingerprint"]);
+    let v = json(&run(&s, "prepare", &["--json"]));
+    assert_eq!(v["action"], "up-to-date");
+}
+
+#[test]
+fn refused_exits_two_and_lists_edits_in_json() {
+    let s = setup();
+    run(&s, "prepare", &[]);
+    s.write(UNTOUCHED, "# edit\n");
+    let out = run(&s, "prepare", &["--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v = json(&out);
+    assert_eq!(v["action"], "refused");
+    assert_eq!(v["edited_paths"], serde_json::json!([UNTOUCHED]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("QOLA_SKIP_PREPARE=1"), "{stderr}");
+    // status says the same and also exits 2.
+    let out = run(&s, "status", &["--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["action"], "refused");
+}
+
+#[test]
+fn errors_exit_one_with_the_message() {
+    let s = setup();
+    let out = run(
+        &s,
+        "prepare",
+        &[
+            "--json",
+            "--commit",
+            "0000000000000000000000000000000000000bad",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["action"], "error");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("0000000000000000000000000000000000000bad")
+    );
+    let out = qola(&s, &["frobnicate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn environment_overrides_the_manifest_and_arguments_override_the_environment() {
+    let s = setup();
+    let newer = s.demo.commit_aiter("NEWS.md", "news\n", "news");
+    let newest = s.demo.commit_aiter("NEWS.md", "more news\n", "more news");
+    std::fs::write(
+        s.tmp.path().join("qola.toml"),
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"upstream/patches\"\n",
+            s.demo.commit,
+            s.demo.aiter.display()
+        ),
+    )
+    .unwrap();
+    let root = s.root.to_string_lossy().to_string();
+    // The manifest alone (found as ./qola.toml).
+    let out = qola(&s, &["prepare", "--json"])
+        .env("QOLA_AITER_ROOT", &root)
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["commit"], s.demo.commit.as_str());
+    // The environment over the manifest.
+    let out = qola(&s, &["prepare", "--json"])
+        .env("QOLA_AITER_ROOT", &root)
+        .env("QOLA_AITER_COMMIT", &newer)
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["commit"], newer.as_str());
+    // The argument over the environment.
+    let out = qola(&s, &["prepare", "--json", "--commit", &newest])
+        .env("QOLA_AITER_ROOT", &root)
+        .env("QOLA_AITER_COMMIT", &newer)
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["commit"], newest.as_str());
+    // QOLA_MANIFEST over ./qola.toml.
+    let other = s.tmp.path().join("other.toml");
+    std::fs::write(
+        &other,
+        format!(
+            "[qola]\naiter_commit = \"{newer}\"\naiter_url = \"{}\"\n",
+            s.demo.aiter.display()
+        ),
+    )
+    .unwrap();
+    let out = qola(&s, &["status", "--json"])
+        .env("QOLA_AITER_ROOT", &root)
+        .env("QOLA_MANIFEST", &other)
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["commit"], newer.as_str());
+}
+
+#[test]
+fn skip_and_force_come_from_the_environment_too() {
+    let s = setup();
+    run(&s, "prepare", &[]);
+    s.write(UNTOUCHED, "# edit\n");
+    let mut args = vec!["prepare".to_string(), "--json".to_string()];
+    args.extend(explicit(&s));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = qola(&s, &args)
+        .env("QOLA_SKIP_PREPARE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["action"], "skip-requested");
+    let out = qola(&s, &args)
+        .env("QOLA_FORCE_PREPARE", "1")
+        .output()
+        .unwrap();
+    let v = json(&out);
+    assert_eq!(v["action"], "forced");
+    assert!(Path::new(v["backup"].as_str().unwrap()).is_file());
+    let out = qola(&s, &args)
+        .env("QOLA_SKIP_PREPARE", "maybe")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("QOLA_SKIP_PREPARE"));
+}
+
+#[test]
+fn diff_writes_a_patch_file() {
+    let s = setup();
+    run(&s, "prepare", &[]);
+    s.write(PATCHED_CK, "# mine\n");
+    let file = s.tmp.path().join("mine.patch");
+    let out = run(&s, "diff", &["-o", &file.to_string_lossy()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with(&format!("diff --git a/{PATCHED_CK} b/{PATCHED_CK}\n")),
+        "{text}"
+    );
+}
+
+#[test]
+fn status_takes_no_lock_and_writes_nothing() {
+    let s = setup();
+    run(&s, "prepare", &[]);
+    let lock = std::fs::File::options()
+        .write(true)
+        .open(s.root.parent().unwrap().join(".aiter.qola-lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let before = mtimes(&s.root);
+    let out = run(&s, "status", &["--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["action"], "up-to-date");
+    assert_eq!(
+        changed(&before, &mtimes(&s.root)),
+        Vec::<std::path::PathBuf>::new()
+    );
+}
+
+#[test]
+fn concurrent_prepares_wait_for_each_other_and_end_consistent() {
+    let s = setup();
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            let mut args = vec!["prepare".to_string(), "--json".to_string()];
+            args.extend(explicit(&s));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            qola(&s, &args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut actions: Vec<String> = children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            json(&out)["action"].as_str().unwrap().to_string()
+        })
+        .collect();
+    actions.sort();
+    assert_eq!(actions, vec!["clone", "up-to-date", "up-to-date"]);
+    assert_prepared(&s);
+    let v = json(&run(&s, "status", &["--json"]));
+    assert_eq!(v["action"], "up-to-date");
+}
+
+#[test]
+fn a_held_lock_makes_prepare_say_it_waits() {
+    let s = setup();
+    run(&s, "prepare", &[]);
+    let lock_path = s.root.parent().unwrap().join(".aiter.qola-lock");
+    let lock = std::fs::File::options()
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    lock.lock().unwrap();
+    let mut args = vec!["prepare".to_string()];
+    args.extend(explicit(&s));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = qola(&s, &args)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first thing the blocked process says is that it waits; only then is the lock released.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    assert!(
+        first.contains("waiting for another qola preparation"),
+        "{first}"
+    );
+    drop(lock);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(rest.contains("up-to-date"), "{rest}");
+}

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use qola_build::{Action, Error, Preparation, Prepare, ReasonKind};
-pub use qola_tests::{Demo, git, write};
+#[allow(unused_imports)]
+pub use qola_tests::git;
+pub use qola_tests::{Demo, write};
 
 /// A demo upstream and the path of the checkout qola manages.
 pub struct Setup {

@@ -83,9 +83,25 @@ pub(crate) fn fingerprint_of(
 
 /// Scans the checkout at `root` (superproject and submodules). `untracked`: also list untracked
 /// paths (for `qola status`); the fingerprint never depends on them.
-pub(crate) fn scan(root: &Path, untracked: bool) -> Result<TreeScan> {
+///
+/// Each repository is scanned on its own thread. `expected_submodules` (from the stamp) lets the
+/// submodule threads start before the superproject's index is read; the result is the same
+/// without it: the index's gitlinks decide which submodules count.
+pub(crate) fn scan(
+    root: &Path,
+    untracked: bool,
+    expected_submodules: &[String],
+) -> Result<TreeScan> {
+    // Like git, trust object ids on read instead of hashing every tree object again (a third of
+    // a scan's time otherwise); objects are still verified when fetched and written.
+    git2::opts::strict_hash_verification(false);
     let mut out = TreeScan::default();
-    scan_repo(root, "", untracked, &mut out)?;
+    for part in scan_repo(root, "", untracked, expected_submodules)? {
+        out.heads.extend(part.heads);
+        out.paths.extend(part.paths);
+        out.untracked.extend(part.untracked);
+    }
+    out.untracked.sort();
     Ok(out)
 }
 
@@ -97,21 +113,98 @@ fn join(prefix: &str, path: &str) -> String {
     }
 }
 
-fn scan_repo(workdir: &Path, prefix: &str, untracked: bool, out: &mut TreeScan) -> Result<()> {
-    let repo = match Repository::open(workdir) {
-        Ok(repo) if repo.workdir().is_some() => repo,
-        _ => {
-            out.heads.insert(prefix.to_string(), None);
-            return Ok(());
+/// The submodules of the repository at `prefix` among `hints` (full paths), relative to it.
+fn direct_children(prefix: &str, hints: &[String]) -> Vec<String> {
+    let inside = |h: &str| -> Option<String> {
+        if prefix.is_empty() {
+            Some(h.to_string())
+        } else {
+            h.strip_prefix(prefix)?.strip_prefix('/').map(String::from)
         }
     };
-    let head = repo
-        .head()
-        .ok()
-        .and_then(|h| h.target())
-        .map(|id| id.to_string());
-    out.heads.insert(prefix.to_string(), head);
+    let candidates: Vec<String> = hints
+        .iter()
+        .filter_map(|h| inside(h))
+        .filter(|h| !h.is_empty())
+        .collect();
+    candidates
+        .iter()
+        .filter(|c| {
+            !candidates
+                .iter()
+                .any(|o| o != *c && c.starts_with(&format!("{o}/")))
+        })
+        .cloned()
+        .collect()
+}
 
+/// Scans the repository at `workdir` and, in parallel, its submodules (recursively).
+fn scan_repo(
+    workdir: &Path,
+    prefix: &str,
+    untracked: bool,
+    hints: &[String],
+) -> Result<Vec<TreeScan>> {
+    std::thread::scope(|scope| {
+        let spawn = |path: &String| {
+            let sub_dir = workdir.join(path);
+            let sub_prefix = join(prefix, path);
+            scope.spawn(move || scan_repo(&sub_dir, &sub_prefix, untracked, hints))
+        };
+        let mut started: Vec<(String, _)> = direct_children(prefix, hints)
+            .into_iter()
+            .map(|path| {
+                let handle = spawn(&path);
+                (path, handle)
+            })
+            .collect();
+        let mut own = TreeScan::default();
+        let repo = match Repository::open(workdir) {
+            Ok(repo) if repo.workdir().is_some() => repo,
+            _ => {
+                own.heads.insert(prefix.to_string(), None);
+                return Ok(vec![own]);
+            }
+        };
+        let head = repo
+            .head()
+            .ok()
+            .and_then(|h| h.target())
+            .map(|id| id.to_string());
+        own.heads.insert(prefix.to_string(), head);
+        let index = repo.index().map_err(git_error("read the index", workdir))?;
+        let submodules: Vec<String> = index
+            .iter()
+            .filter(|e| e.mode == MODE_GITLINK)
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        drop(index);
+        for path in &submodules {
+            if !started.iter().any(|(p, _)| p == path) {
+                started.push((path.clone(), spawn(path)));
+            }
+        }
+        scan_status(&repo, workdir, prefix, untracked, &mut own)?;
+        let mut parts = vec![own];
+        for (path, handle) in started {
+            let result = handle.join().expect("a scan thread panicked");
+            // A hinted path that is no gitlink (any more) does not count.
+            if submodules.contains(&path) {
+                parts.extend(result?);
+            }
+        }
+        Ok(parts)
+    })
+}
+
+/// The status of one repository (submodules excluded: they are scanned as repositories).
+fn scan_status(
+    repo: &Repository,
+    workdir: &Path,
+    prefix: &str,
+    untracked: bool,
+    out: &mut TreeScan,
+) -> Result<()> {
     let mut options = StatusOptions::new();
     options
         .include_untracked(untracked)
@@ -137,17 +230,6 @@ fn scan_repo(workdir: &Path, prefix: &str, untracked: bool, out: &mut TreeScan) 
         }
         let state = workdir_entry(&workdir.join(path))?;
         out.paths.insert(join(prefix, path), state);
-    }
-    drop(statuses);
-
-    let index = repo.index().map_err(git_error("read the index", workdir))?;
-    let submodules: Vec<String> = index
-        .iter()
-        .filter(|e| e.mode == MODE_GITLINK)
-        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-        .collect();
-    for path in submodules {
-        scan_repo(&workdir.join(&path), &join(prefix, &path), untracked, out)?;
     }
     Ok(())
 }

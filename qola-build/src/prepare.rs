@@ -226,7 +226,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     let now = if fresh {
         TreeScan::default()
     } else {
-        scan(root, with_untracked)?
+        scan(root, with_untracked, &stamp_submodules(stamp.as_ref()))?
     };
     let base = Preparation {
         commit: commit.to_string(),
@@ -430,7 +430,14 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     let patch_for = |path: &str| patch_touching(&series, path);
     sync(root, &pinned, &targets, &patch_for)?;
 
-    let after = scan(root, false)?;
+    let after = scan(
+        root,
+        false,
+        &pinned.repos[1..]
+            .iter()
+            .map(|r| r.path.clone())
+            .collect::<Vec<_>>(),
+    )?;
     if after.fingerprint() != expected_fingerprint {
         let differing: Vec<String> = after
             .paths
@@ -472,6 +479,13 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     }
     report.fingerprint = expected_fingerprint;
     Ok(Decided::Report(report))
+}
+
+/// The submodule paths a stamp recorded (hints that let a scan start them early).
+fn stamp_submodules(stamp: Option<&Stamp>) -> Vec<String> {
+    stamp.map_or_else(Vec::new, |s| {
+        s.heads.keys().filter(|k| !k.is_empty()).cloned().collect()
+    })
 }
 
 /// Every path whose state may differ between the tree, the prepared state, the stamp's state and
@@ -628,7 +642,7 @@ fn skip(settings: &Settings, directives: &Directives) -> Result<Preparation> {
         return Err(Error::SkipWithoutCheckout { root: root.clone() });
     };
     let stamp = QolaDir::new(repo.path()).read_stamp();
-    let now = scan(root, false)?;
+    let now = scan(root, false, &stamp_submodules(stamp.as_ref()))?;
     let commit = now.heads.get("").cloned().flatten().unwrap_or_default();
     let fingerprint = now.fingerprint();
     let message = match &stamp {

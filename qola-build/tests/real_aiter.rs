@@ -1,1 +1,118 @@
-//! placeholder
+//! The real AITER tree (9,095 tracked paths with composable_kernel, from the amd-aiter wheel)
+//! prepared with qola's own series in `patches/aiter`: one patch for AITER only, one for
+//! composable_kernel only, one for both. In CI the wheel is required; elsewhere the test says why
+//! it skips.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{changed, git, mtimes};
+use qola_build::{Action, Prepare, ReasonKind};
+
+fn series() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../patches/aiter")
+}
+
+const AITER_ONLY: &str = "csrc/include/aiter_hip_common.h";
+const CK_ONLY: &str = "3rdparty/composable_kernel/example/ck_tile/01_fmha/codegen/ops/fmha_fwd.py";
+const BOTH: [&str; 2] = [
+    "csrc/cpp_itfs/mha_fwd_generate.py",
+    "3rdparty/composable_kernel/example/ck_tile/01_fmha/generate.py",
+];
+
+fn read(root: &Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path)).unwrap()
+}
+
+#[test]
+fn real_tree_prepares_with_our_series_and_stays_up_to_date() {
+    let Some(real) = qola_tests::real_aiter() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("aiter");
+    let options = || {
+        let mut o = Prepare::new();
+        o.root(&root)
+            .url(real.upstream.to_string_lossy())
+            .commit(&real.commit)
+            .patches_dir(series())
+            .cargo_metadata(false)
+            .force(false)
+            .skip(false)
+            .offline(false);
+        o
+    };
+    let p = options().try_prepare().unwrap();
+    assert_eq!(p.action, Action::Clone, "{p}");
+    let tracked = git(&root, &["ls-files"]).lines().count()
+        + git(&root.join("3rdparty/composable_kernel"), &["ls-files"])
+            .lines()
+            .count();
+    assert_eq!(tracked, 9095);
+    assert!(read(&root, AITER_ONLY).contains("aiter_embedded_hsa_find"));
+    assert!(read(&root, CK_ONLY).contains("receipt == 700"));
+    for path in BOTH {
+        assert!(
+            read(&root, path).contains("--output_dir is required"),
+            "{path}"
+        );
+    }
+
+    // Up to date: not one mtime changes, in the work trees or in .git.
+    let before = mtimes(&root);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let p = options().try_prepare().unwrap();
+    assert_eq!(p.action, Action::UpToDate, "{p}");
+    assert_eq!(changed(&before, &mtimes(&root)), Vec::<PathBuf>::new());
+
+    // The command line agrees, and writes nothing either.
+    let out = Command::new(env!("CARGO_BIN_EXE_qola"))
+        .args(["status", "--json", "--root"])
+        .arg(&root)
+        .args([
+            "--url",
+            &real.upstream.to_string_lossy(),
+            "--commit",
+            &real.commit,
+            "--patches",
+        ])
+        .arg(series())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["action"], "up-to-date", "{v}");
+    assert_eq!(changed(&before, &mtimes(&root)), Vec::<PathBuf>::new());
+
+    // A reset inside composable_kernel: only its two patched files come back.
+    git(
+        &root.join("3rdparty/composable_kernel"),
+        &["reset", "-q", "--hard"],
+    );
+    let before = mtimes(&root);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let p = options().try_prepare().unwrap();
+    assert_eq!(p.action, Action::Resync, "{p}");
+    assert!(
+        p.reasons
+            .iter()
+            .any(|r| r.kind == ReasonKind::PatchReverted),
+        "{p}"
+    );
+    let mut files: Vec<PathBuf> = changed(&before, &mtimes(&root))
+        .into_iter()
+        .filter(|p| !p.components().any(|c| c.as_os_str() == ".git") && p.is_file())
+        .collect();
+    files.sort();
+    let ck = root.join("3rdparty/composable_kernel/example/ck_tile/01_fmha");
+    assert_eq!(
+        files,
+        vec![
+            ck.join("codegen/ops/fmha_bwd.py"),
+            ck.join("codegen/ops/fmha_fwd.py"),
+            ck.join("generate.py"),
+        ]
+    );
+}

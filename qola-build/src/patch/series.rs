@@ -102,12 +102,19 @@ pub(crate) fn apply_series(
                 line: e.line,
                 message: e.message,
             })?;
-        for section in &patch.files {
+        // `git diff` in a superproject adds `Subproject commit X-dirty` for a submodule with
+        // changes: no change of the submodule's commit, nothing to apply.
+        let sections: Vec<&FilePatch> = patch
+            .files
+            .iter()
+            .filter(|s| !is_dirty_submodule_marker(s))
+            .collect();
+        for section in &sections {
             for path in [&section.old_path, &section.new_path].into_iter().flatten() {
                 check_path(&patch.name, path, &tree)?;
             }
         }
-        for section in &patch.files {
+        for section in sections {
             match apply_section(section, &mut tree) {
                 Ok(moved) => offsets.extend(moved.into_iter().map(|(hunk, by)| {
                     format!(
@@ -157,6 +164,28 @@ impl Overlay<'_> {
             None => self.base.read(path),
         }
     }
+}
+
+/// A section whose only lines are `Subproject commit <id>` with the same id on both sides (one
+/// of them marked `-dirty`).
+fn is_dirty_submodule_marker(section: &FilePatch) -> bool {
+    let Body::Text(hunks) = &section.body else {
+        return false;
+    };
+    let mut ids = [Vec::new(), Vec::new()];
+    for line in hunks.iter().flat_map(|h| &h.lines) {
+        let text = String::from_utf8_lossy(&line.text);
+        let Some(id) = text.trim_end().strip_prefix("Subproject commit ") else {
+            return false;
+        };
+        let id = id.strip_suffix("-dirty").unwrap_or(id).to_string();
+        match line.kind {
+            super::LineKind::Remove => ids[0].push(id),
+            super::LineKind::Add => ids[1].push(id),
+            super::LineKind::Context => return false,
+        }
+    }
+    !ids[0].is_empty() && ids[0] == ids[1]
 }
 
 /// Refuses paths that would leave the tree or write through a link: absolute, `..`, `.`, empty
@@ -418,6 +447,21 @@ mod tests {
             let e = apply_series(&series(&[("p", &p)]), &tree(), "c").unwrap_err();
             assert!(matches!(e, Error::UnsafePatchPath { .. }), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn dirty_submodule_marker_is_skipped_but_a_submodule_bump_is_refused() {
+        let marker = "diff --git a/ck b/ck\n--- a/ck\n+++ b/ck\n@@ -1 +1 @@\n-Subproject commit 01bc\n+Subproject commit 01bc-dirty\n";
+        let out = apply_series(
+            &series(&[("1", &format!("{marker}{EDIT_A}"))]),
+            &tree(),
+            "c",
+        )
+        .unwrap();
+        assert!(out.files.contains_key("a.txt"));
+        let bump = marker.replace("01bc-dirty", "9999");
+        let e = apply_series(&series(&[("1", &bump)]), &tree(), "c").unwrap_err();
+        assert!(e.to_string().contains("submodule pointer"), "{e}");
     }
 
     #[test]

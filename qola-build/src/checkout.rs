@@ -196,15 +196,16 @@ pub(crate) fn resolve_commit(
         root: root.to_path_buf(),
         detail: detail.to_string(),
     };
-    if matches!(net, Network::Offline) && !looks_like_sha {
-        if let Some(id) = lookup(repo, spec, true) {
-            return Ok((
-                id,
-                Some(format!(
-                    "offline: using branch `{spec}` as last fetched (origin/{spec} = {id})"
-                )),
-            ));
-        }
+    if matches!(net, Network::Offline)
+        && !looks_like_sha
+        && let Some(id) = lookup(repo, spec, true)
+    {
+        return Ok((
+            id,
+            Some(format!(
+                "offline: using branch `{spec}` as last fetched (origin/{spec} = {id})"
+            )),
+        ));
     }
     let git = net.git(&format!("fetch `{spec}` from {url}"), root)?;
     let hint = "check aiter_commit and aiter_url; run the command above by hand to see more";
@@ -510,11 +511,11 @@ impl Pinned {
                 } else {
                     rest.strip_prefix('/')
                 };
-                if let Some(rest) = rest {
-                    if r.path.len() >= best.path.len() {
-                        best = r;
-                        rel = rest;
-                    }
+                if let Some(rest) = rest
+                    && r.path.len() >= best.path.len()
+                {
+                    best = r;
+                    rel = rest;
                 }
             }
         }
@@ -653,17 +654,17 @@ fn attach_submodule(
     let gitdir = parent.repo.path().join("modules").join(name);
     if !gitdir.join("HEAD").exists() {
         let git = net.git(&format!("clone submodule {path} from {url}"), root)?;
-        if let Ok(mut entries) = std::fs::read_dir(&workdir) {
-            if entries.next().is_some() {
-                return Err(Error::Submodule {
-                    path: path.to_string(),
-                    root: root.to_path_buf(),
-                    why: format!(
-                        "{} is not empty but has no repository; move its files away and prepare again",
-                        workdir.display()
-                    ),
-                });
-            }
+        if let Ok(mut entries) = std::fs::read_dir(&workdir)
+            && entries.next().is_some()
+        {
+            return Err(Error::Submodule {
+                path: path.to_string(),
+                root: root.to_path_buf(),
+                why: format!(
+                    "{} is not empty but has no repository; move its files away and prepare again",
+                    workdir.display()
+                ),
+            });
         }
         if let Some(dir) = gitdir.parent() {
             std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;

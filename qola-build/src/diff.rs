@@ -26,7 +26,7 @@ const NULL_ID: &str = "0000000000000000000000000000000000000000";
 fn quote(prefix: &str, path: &str) -> String {
     let needs = path
         .bytes()
-        .any(|b| b < 0x20 || b >= 0x7f || b == b'"' || b == b'\\');
+        .any(|b| !(0x20..0x7f).contains(&b) || b == b'"' || b == b'\\');
     if !needs {
         return format!("{prefix}{path}");
     }

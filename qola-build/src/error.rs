@@ -288,7 +288,7 @@ fn refused_message(p: &Preparation) -> String {
         );
     }
     m.push_str(
-        "three ways on:\n  QOLA_SKIP_PREPARE=1   build with the edits as they are\n  qola diff -o my.patch   keep them as a patch (add it to the series)\n  QOLA_FORCE_PREPARE=1  discard them (a backup patch is saved first)",
+        "three ways on:\n  QOLA_SKIP_PREPARE=1     build with the edits as they are\n  qola diff -o my.patch   keep them as a patch (add it to the series)\n  QOLA_FORCE_PREPARE=1    discard them (a backup patch is saved first)",
     );
     m
 }

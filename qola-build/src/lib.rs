@@ -2,11 +2,9 @@
 //! `3rdparty/composable_kernel` included) from a build script, correctly and incrementally.
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     let aiter = qola_build::prepare_aiter().unwrap_or_else(|e| panic!("{e}"));
-//!     println!("cargo:rustc-env=AITER_ROOT={}", aiter.root.display());
-//! }
+//! // in build.rs
+//! let aiter = qola_build::prepare_aiter().unwrap_or_else(|e| panic!("{e}"));
+//! println!("cargo:rustc-env=AITER_ROOT={}", aiter.root.display());
 //! ```
 //!
 //! A preparation never rewrites a file that already has the right content, so compilers see no

@@ -88,7 +88,7 @@ impl Prepare {
             ))
         })?;
         match decide(&settings, &env, directives, Mode::Prepare)? {
-            Decided::Report(report) => Ok(report),
+            Decided::Report(report) => Ok(*report),
             Decided::Diff(_) => unreachable!("prepare mode never diffs"),
         }
     }
@@ -100,7 +100,7 @@ impl Prepare {
         let env = Env::new(&directives);
         let settings = self.settings(&env, &directives)?;
         match decide(&settings, &env, &directives, Mode::Status) {
-            Ok(Decided::Report(report)) => Ok(report),
+            Ok(Decided::Report(report)) => Ok(*report),
             Ok(Decided::Diff(_)) => unreachable!("status mode never diffs"),
             Err(Error::Refused(report)) => Ok(*report),
             Err(Error::FetchNeeded { what }) => Ok(Preparation {
@@ -135,7 +135,7 @@ pub fn prepare_aiter() -> Result<Preparation> {
 }
 
 enum Decided {
-    Report(Preparation),
+    Report(Box<Preparation>),
     Diff(Vec<u8>),
 }
 
@@ -165,7 +165,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     }
     let root = &settings.root;
     if settings.skip && mode != Mode::Diff {
-        return skip(settings, directives).map(Decided::Report);
+        return skip(settings, directives).map(|r| Decided::Report(Box::new(r)));
     }
     let spec = settings.commit.clone().ok_or_else(|| Error::NoCommit {
         manifest: settings
@@ -185,7 +185,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         None => match mode {
             Mode::Diff => return Err(Error::NotPrepared { root: root.clone() }),
             Mode::Status => {
-                return Ok(Decided::Report(Preparation {
+                return Ok(Decided::Report(Box::new(Preparation {
                     action: Action::Clone,
                     reasons: vec![Reason::new(
                         ReasonKind::NoCheckout,
@@ -196,7 +196,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
                         ),
                     )],
                     ..empty_report(settings)
-                }));
+                })));
             }
             Mode::Prepare => {
                 reasons.push(Reason::new(
@@ -244,14 +244,13 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
             && !settings.force
             && s.key == key
             && s.fingerprint == base.fingerprint
-    }) {
-        if mode != Mode::Diff {
-            return Ok(Decided::Report(Preparation {
-                action: Action::UpToDate,
-                expected_fingerprint: Some(stamp.fingerprint.clone()),
-                ..base
-            }));
-        }
+    }) && mode != Mode::Diff
+    {
+        return Ok(Decided::Report(Box::new(Preparation {
+            action: Action::UpToDate,
+            expected_fingerprint: Some(stamp.fingerprint.clone()),
+            ..base
+        })));
     }
 
     let pinned = Pinned::open(root, repo, commit, &settings.clone_url, fresh, &net)?;
@@ -380,7 +379,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         ));
     }
     if mode == Mode::Status {
-        return Ok(Decided::Report(report));
+        return Ok(Decided::Report(Box::new(report)));
     }
 
     // From here on the tree is written.
@@ -478,7 +477,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         directives.warning(warning);
     }
     report.fingerprint = expected_fingerprint;
-    Ok(Decided::Report(report))
+    Ok(Decided::Report(Box::new(report)))
 }
 
 /// The submodule paths a stamp recorded (hints that let a scan start them early).
@@ -502,10 +501,10 @@ fn candidates(
         paths.extend(stamp.paths.keys().cloned());
     }
     for repo in &pinned.repos {
-        if let Some(Some(head)) = now.heads.get(&repo.path) {
-            if *head != repo.commit.to_string() {
-                paths.extend(pinned.changed_since_pinned(&repo.path, head)?);
-            }
+        if let Some(Some(head)) = now.heads.get(&repo.path)
+            && *head != repo.commit.to_string()
+        {
+            paths.extend(pinned.changed_since_pinned(&repo.path, head)?);
         }
     }
     // Submodule roots are repositories, not files.

@@ -704,3 +704,32 @@ fn missing_commit_is_an_error_naming_the_ways_to_set_it() {
         assert!(e.to_string().contains(hint), "{e}");
     }
 }
+
+#[test]
+fn default_manifest_pins_upstream_aiter_and_our_series() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola.toml");
+    let m = qola_build::Manifest::from_path(&path).unwrap();
+    assert_eq!(
+        m.qola.aiter_commit.as_deref(),
+        Some("05a0d1f060af14e789696479de71a2fc2fbaada9")
+    );
+    assert_eq!(
+        m.qola.aiter_url.as_deref(),
+        Some(qola_build::DEFAULT_AITER_URL)
+    );
+    let patches = m.qola.patches_dir.unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&patches)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "0001-aiter-embedded-hsa-code-objects.patch",
+            "0002-ck-fmha-te-receipt.patch",
+            "0003-generators-require-output-dir.patch"
+        ]
+    );
+    assert_eq!(m.modules.len(), 2);
+}

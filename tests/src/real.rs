@@ -16,7 +16,7 @@ use crate::{fixtures_dir, git, in_ci};
 pub const WHEEL_VERSION: &str = "0.1.7.post2.dev18";
 const WHEEL_FILE: &str = "amd_aiter-0.1.7.post2.dev18-py3-none-any.whl";
 /// Bumped when the way the repositories are built changes.
-const LAYOUT: &str = "qola-real-aiter-1";
+const LAYOUT: &str = "qola-real-aiter-2";
 
 /// The real AITER upstream, as local repositories.
 #[derive(Debug, Clone)]
@@ -141,6 +141,8 @@ fn build(wheel: &Path, tmp: &Path) {
         ],
     );
     let ck_commit = git(&ck, &["rev-parse", "HEAD"]);
+    // Packed, like a clone from GitHub.
+    git(&ck, &["repack", "-adq"]);
 
     // AITER: aiter_meta/ plus the aiter/ package, without bytecode caches.
     let aiter = tmp.join("aiter");
@@ -173,6 +175,7 @@ fn build(wheel: &Path, tmp: &Path) {
             "AITER 05a0d1f060af14e789696479de71a2fc2fbaada9 (from the amd-aiter wheel)",
         ],
     );
+    git(&aiter, &["repack", "-adq"]);
     std::fs::remove_dir_all(&unpacked).expect("remove the unpacked wheel");
 }
 

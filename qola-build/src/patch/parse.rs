@@ -148,11 +148,8 @@ fn unquote(raw: &str, line: usize) -> Result<String> {
 /// Finds the two paths of `diff --git a/x b/y`. Used only when no `---`/`+++`/rename lines name
 /// them (empty new files, pure mode changes).
 fn parse_git_line_paths(rest: &str, line: usize) -> Result<(String, String)> {
-    if rest.starts_with('"') {
-        let end = rest[1..]
-            .find('"')
-            .map(|e| e + 2)
-            .filter(|e| *e < rest.len());
+    if let Some(quoted) = rest.strip_prefix('"') {
+        let end = quoted.find('"').map(|e| e + 2).filter(|e| *e < rest.len());
         let Some(end) = end else {
             return err(line, "unterminated quoted path in `diff --git` line");
         };
@@ -230,11 +227,11 @@ fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)
                 file.old_mode.get_or_insert(mode);
                 file.new_mode.get_or_insert(mode);
             }
-        } else if l.starts_with("--- ") {
+        } else if let Some(minus) = l.strip_prefix("--- ") {
             let Some(plus) = lines.get(i + 1).filter(|p| p.starts_with(b"+++ ")) else {
                 return err(n, "`---` line without a following `+++` line");
             };
-            let old = parse_header_path(&l[4..], n)?;
+            let old = parse_header_path(minus, n)?;
             let new = parse_header_path(&text(&plus[4..]), n + 1)?;
             if old.is_none() {
                 file.old_path = None;
@@ -355,10 +352,10 @@ fn parse_hunks(lines: &[&[u8]], start: usize) -> Result<(Vec<Hunk>, usize)> {
 
 /// Applies `\ No newline at end of file` to the hunk line just read.
 fn strip_last_newline(hunk: &mut Hunk) {
-    if let Some(last) = hunk.lines.last_mut() {
-        if last.text.ends_with(b"\n") {
-            last.text.pop();
-        }
+    if let Some(last) = hunk.lines.last_mut()
+        && last.text.ends_with(b"\n")
+    {
+        last.text.pop();
     }
 }
 

@@ -283,15 +283,14 @@ fn apply_section(
             }
         },
         Body::Binary(forward) => {
-            if let Some(expected) = section.old_id.as_deref().filter(|id| id.len() == 40) {
-                if old.is_some() && blob_id(old_data) != expected {
-                    return Err(failure(
-                        "GIT binary patch",
-                        format!(
-                            "the file is not the blob {expected} the binary patch was made from"
-                        ),
-                    ));
-                }
+            if let Some(expected) = section.old_id.as_deref().filter(|id| id.len() == 40)
+                && old.is_some()
+                && blob_id(old_data) != expected
+            {
+                return Err(failure(
+                    "GIT binary patch",
+                    format!("the file is not the blob {expected} the binary patch was made from"),
+                ));
             }
             match forward {
                 BinaryData::Literal(data) => data.clone(),
@@ -328,10 +327,10 @@ fn apply_section(
                 MODE_EXEC | MODE_SYMLINK => mode,
                 _ => MODE_FILE,
             };
-            if let Some(old_path) = section.old_path.as_ref().filter(|p| *p != new) {
-                if !section.copy {
-                    tree.files.insert(old_path.clone(), None);
-                }
+            if let Some(old_path) = section.old_path.as_ref().filter(|p| *p != new)
+                && !section.copy
+            {
+                tree.files.insert(old_path.clone(), None);
             }
             tree.files
                 .insert(new.clone(), Some(FileContent { mode, data }));

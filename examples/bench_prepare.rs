@@ -1,0 +1,219 @@
+//! Benchmark: checking and preparing the real AITER tree (9,095 tracked paths with
+//! composable_kernel), one run, everything side by side:
+//!
+//! * `qola status` (a process), `qola prepare` on an up-to-date tree (a process);
+//! * `git status --porcelain` (with its submodule), the baseline;
+//! * a QoLA-style resync: `git reset --hard`, `git submodule update --init --recursive --force`,
+//!   then `git apply --3way` (plain `git apply` when that fails) for each of our 3 patches.
+//!
+//! ```text
+//! cargo build --release -p qola-build --features cli
+//! cargo run --release -p qola-examples --example bench_prepare [-- RUNS]
+//! ```
+//!
+//! Runs are interleaved (one of each per round) so that machine noise hits all alike; the table
+//! gives medians and each one's ratio to `git status --porcelain`, plus how many work-tree files
+//! each approach rewrote (mtime changed) per run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+use qola_tests::{git, git_command, real_aiter};
+
+fn qola_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/release/examples/bench_prepare -> target/release/qola
+    let qola = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("qola"))
+        .expect("target dir");
+    if !qola.is_file() {
+        eprintln!(
+            "{} is missing: run `cargo build --release -p qola-build --features cli` first",
+            qola.display()
+        );
+        std::process::exit(2);
+    }
+    qola
+}
+
+fn run(command: &mut Command) {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn timed(f: &mut dyn FnMut()) -> Duration {
+    let start = Instant::now();
+    f();
+    start.elapsed()
+}
+
+/// mtimes of the work-tree files (not `.git`).
+fn mtimes(dir: &Path) -> BTreeMap<PathBuf, SystemTime> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            let meta = entry.path().symlink_metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                out.insert(entry.path(), meta.modified().unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn rewritten(before: &BTreeMap<PathBuf, SystemTime>, dir: &Path) -> usize {
+    let after = mtimes(dir);
+    after
+        .iter()
+        .filter(|(p, t)| before.get(*p) != Some(*t))
+        .count()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let runs: usize = std::env::args()
+        .nth(1)
+        .map(|r| r.parse().expect("RUNS is a number"))
+        .unwrap_or(30);
+    let qola = qola_binary();
+    let real = real_aiter()
+        .expect("the AITER wheel is needed (pip download amd-aiter==0.1.7.post2.dev18)");
+    let patches = Path::new(env!("CARGO_MANIFEST_DIR")).join("../patches/aiter");
+    let tmp = tempfile::tempdir().unwrap();
+    let url = real.upstream.to_string_lossy().to_string();
+
+    // qola's checkout.
+    let root = tmp.path().join("qola/aiter");
+    let qola_cmd = |verb: &str| {
+        let mut c = Command::new(&qola);
+        c.args([verb, "--root"])
+            .arg(&root)
+            .args(["--url", &url, "--commit", &real.commit, "--patches"])
+            .arg(&patches);
+        c
+    };
+    run(&mut qola_cmd("prepare"));
+
+    // The baseline's checkout: a plain recursive clone with the same patches applied.
+    let base = tmp.path().join("baseline/aiter");
+    std::fs::create_dir_all(base.parent().unwrap()).unwrap();
+    run(&mut git_command(
+        tmp.path(),
+        &["clone", "-q", &url, &base.to_string_lossy()],
+    ));
+    run(&mut git_command(
+        &base,
+        &["checkout", "-q", "--detach", &real.commit],
+    ));
+    let mut series: Vec<PathBuf> = std::fs::read_dir(&patches)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
+        .collect();
+    series.sort();
+    let mut resync = || {
+        run(&mut git_command(&base, &["reset", "-q", "--hard"]));
+        run(&mut git_command(
+            &base,
+            &[
+                "submodule",
+                "update",
+                "-q",
+                "--init",
+                "--recursive",
+                "--force",
+            ],
+        ));
+        for patch in &series {
+            let p = patch.to_string_lossy();
+            let three_way = git_command(&base, &["apply", "--3way", &p])
+                .output()
+                .unwrap();
+            if !three_way.status.success() {
+                run(&mut git_command(&base, &["apply", &p]));
+            }
+        }
+    };
+    resync();
+    // Both trees refreshed once, as a developer's would be.
+    git(&root, &["status", "--porcelain"]);
+    git(&base, &["status", "--porcelain"]);
+
+    let mut times: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
+    let mut files: BTreeMap<&str, usize> = BTreeMap::new();
+    for _ in 0..runs {
+        for (name, verb) in [
+            ("qola status", "status"),
+            ("qola prepare (up-to-date)", "prepare"),
+        ] {
+            let before = mtimes(&root);
+            times
+                .entry(name)
+                .or_default()
+                .push(timed(&mut || run(&mut qola_cmd(verb))));
+            *files.entry(name).or_default() += rewritten(&before, &root);
+        }
+        times
+            .entry("git status --porcelain")
+            .or_default()
+            .push(timed(&mut || {
+                run(&mut Command::new("git").args([
+                    "-C",
+                    &root.to_string_lossy(),
+                    "status",
+                    "--porcelain",
+                ]))
+            }));
+        files.entry("git status --porcelain").or_default();
+        let before = mtimes(&base);
+        times
+            .entry("QoLA-style resync")
+            .or_default()
+            .push(timed(&mut resync));
+        *files.entry("QoLA-style resync").or_default() += rewritten(&before, &base);
+    }
+    let baseline = median(times["git status --porcelain"].clone());
+    println!(
+        "real AITER tree, {} runs each, interleaved; medians\n",
+        runs
+    );
+    println!(
+        "| operation | median | ratio to `git status --porcelain` | files rewritten per run |"
+    );
+    println!("|---|---|---|---|");
+    for name in [
+        "qola status",
+        "qola prepare (up-to-date)",
+        "git status --porcelain",
+        "QoLA-style resync",
+    ] {
+        let m = median(times[name].clone());
+        println!(
+            "| {name} | {:.1} ms | {:.2} | {} |",
+            m.as_secs_f64() * 1e3,
+            m.as_secs_f64() / baseline.as_secs_f64(),
+            files[name] / runs
+        );
+    }
+}

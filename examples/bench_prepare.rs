@@ -1,7 +1,11 @@
 //! Benchmark: checking and preparing the real AITER tree (9,095 tracked paths with
 //! composable_kernel), one run, everything side by side:
 //!
-//! * `qola status` (a process), `qola prepare` on an up-to-date tree (a process);
+//! * `qola status` (a process), `qola prepare` on an up-to-date tree (a process), both answered by
+//!   the stat snapshot;
+//! * the same two on a second checkout where one file was just touched (mtime changed, content
+//!   not): the snapshot no longer matches and the full fingerprint scan (libgit2 status) decides
+//!   (`prepare` then renews the snapshot, so the file is touched again before every run);
 //! * `git status --porcelain` (with its submodule), the baseline;
 //! * a QoLA-style resync: `git reset --hard`, `git submodule update --init --recursive --force`,
 //!   then `git apply --3way` (plain `git apply` when that fails) for each of our 3 patches.
@@ -106,13 +110,34 @@ fn main() {
     let root = tmp.path().join("qola/aiter");
     let qola_cmd = |verb: &str| {
         let mut c = Command::new(&qola);
-        c.args([verb, "--root"])
+        c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            .args([verb, "--root"])
             .arg(&root)
             .args(["--url", &url, "--commit", &real.commit, "--patches"])
             .arg(&patches);
         c
     };
     run(&mut qola_cmd("prepare"));
+    // A second checkout whose snapshot a touch defeats.
+    let touched = tmp.path().join("touched/aiter");
+    let touched_cmd = |verb: &str| {
+        let mut c = Command::new(&qola);
+        c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            .args([verb, "--root"])
+            .arg(&touched)
+            .args(["--url", &url, "--commit", &real.commit, "--patches"])
+            .arg(&patches);
+        c
+    };
+    run(&mut touched_cmd("prepare"));
+    let touch = || {
+        std::fs::File::options()
+            .write(true)
+            .open(touched.join("csrc/cpp_itfs/utils.py"))
+            .unwrap()
+            .set_modified(SystemTime::now())
+            .unwrap();
+    };
 
     // The baseline's checkout: a plain recursive clone with the same patches applied.
     let base = tmp.path().join("baseline/aiter");
@@ -174,16 +199,31 @@ fn main() {
                 .push(timed(&mut || run(&mut qola_cmd(verb))));
             *files.entry(name).or_default() += rewritten(&before, &root);
         }
+        for (name, verb) in [
+            ("qola status, full scan (one file touched)", "status"),
+            (
+                "qola prepare (up-to-date), full scan (one file touched)",
+                "prepare",
+            ),
+        ] {
+            touch();
+            let before = mtimes(&touched);
+            times
+                .entry(name)
+                .or_default()
+                .push(timed(&mut || run(&mut touched_cmd(verb))));
+            *files.entry(name).or_default() += rewritten(&before, &touched);
+        }
         times
             .entry("git status --porcelain")
             .or_default()
             .push(timed(&mut || {
-                run(&mut Command::new("git").args([
-                    "-C",
-                    &root.to_string_lossy(),
-                    "status",
-                    "--porcelain",
-                ]))
+                let mut git_status = Command::new("git");
+                git_status
+                    .arg("-C")
+                    .arg(&root)
+                    .args(["status", "--porcelain"]);
+                run(&mut git_status)
             }));
         files.entry("git status --porcelain").or_default();
         let before = mtimes(&base);
@@ -205,6 +245,8 @@ fn main() {
     for name in [
         "qola status",
         "qola prepare (up-to-date)",
+        "qola status, full scan (one file touched)",
+        "qola prepare (up-to-date), full scan (one file touched)",
         "git status --porcelain",
         "QoLA-style resync",
     ] {

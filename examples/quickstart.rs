@@ -43,6 +43,7 @@ fn main() -> Result<(), Error> {
         .force(false)
         .skip(false)
         .offline(false)
+        .cache_dir(tmp.path().join("cache"))
         .cargo_metadata(false);
 
     step("first build: no checkout yet", &options)?;

@@ -79,12 +79,12 @@ pub enum Error {
     },
 
     /// A `git` command (network access only) failed.
-    #[error("`{command}` failed ({status}) while trying to {what}:\n{stderr}\n{hint}")]
+    #[error("`{command}` failed ({}) while trying to {what}:\n{stderr}\n{hint}", status.map_or("killed by a signal".to_string(), |c| format!("exit status {c}")))]
     GitCommand {
         /// The command line, as it can be pasted into a shell.
         command: String,
-        /// The exit status.
-        status: String,
+        /// The exit code (`None`: killed by a signal).
+        status: Option<i32>,
         /// What the command was for.
         what: String,
         /// The command's standard error.
@@ -210,7 +210,7 @@ pub enum Error {
         /// What did not match.
         detail: String,
         /// Set when the patch reverse-applies at the pinned commit (it is already upstream): the commit.
-        upstream: Option<String>,
+        upstream: Option<Box<str>>,
     },
 
     /// Local edits are present and neither skipping nor forcing was requested; nothing changed.

@@ -73,7 +73,7 @@ impl GitCli {
         }
         Err(Error::GitCommand {
             command: shown,
-            status: output.status.to_string(),
+            status: output.status.code(),
             what: what.to_string(),
             stderr: String::from_utf8_lossy(&output.stderr)
                 .trim_end()

@@ -31,6 +31,7 @@ pub struct Prepare {
     pub(crate) force: Option<bool>,
     pub(crate) skip: Option<bool>,
     pub(crate) offline: Option<bool>,
+    pub(crate) cache_dir: Option<PathBuf>,
     pub(crate) cargo_metadata: bool,
 }
 
@@ -52,6 +53,7 @@ impl Prepare {
             force: None,
             skip: None,
             offline: None,
+            cache_dir: None,
             cargo_metadata: true,
         }
     }
@@ -106,6 +108,13 @@ impl Prepare {
         self
     }
 
+    /// qola's cache directory (over `QOLA_CACHE_DIR` and the XDG/HOME default): the default
+    /// checkout and the stat snapshots live there.
+    pub fn cache_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Prepare {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
     /// Print Cargo directives (`rerun-if-*`, `warning`) on standard output; on by default, for
     /// build scripts. Off: warnings go to standard error.
     pub fn cargo_metadata(&mut self, on: bool) -> &mut Prepare {
@@ -151,11 +160,15 @@ impl Prepare {
         };
         let clone_url = clone_url(&url);
         let normalized = normalize_url(&clone_url);
+        let cache = match &self.cache_dir {
+            Some(dir) => Some(dir.clone()),
+            None => cache_dir(env),
+        };
         let root = match &self.root {
             Some(root) => root.clone(),
             None => match env.var_os("QOLA_AITER_ROOT") {
                 Some(root) => PathBuf::from(root),
-                None => default_root(&cache_dir(env)?, &normalized),
+                None => default_root(cache.as_deref().ok_or(Error::NoCacheDir)?, &normalized),
             },
         };
         let skip = match self.skip {
@@ -184,6 +197,7 @@ impl Prepare {
             commit,
             patches_dir: patches_dir.map(absolute),
             root: absolute(root),
+            cache: cache.map(absolute),
             skip,
             force,
             offline,
@@ -206,6 +220,8 @@ pub(crate) struct Settings {
     pub patches_dir: Option<PathBuf>,
     /// The checkout.
     pub root: PathBuf,
+    /// qola's cache, when one can be found.
+    pub cache: Option<PathBuf>,
     /// `QOLA_SKIP_PREPARE`.
     pub skip: bool,
     /// `QOLA_FORCE_PREPARE`.
@@ -273,16 +289,15 @@ pub(crate) fn normalize_url(url: &str) -> String {
 }
 
 /// qola's cache: `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
-pub(crate) fn cache_dir(env: &Env) -> Result<PathBuf> {
+pub(crate) fn cache_dir(env: &Env) -> Option<PathBuf> {
     if let Some(dir) = env.var_os("QOLA_CACHE_DIR") {
-        return Ok(PathBuf::from(dir));
+        return Some(PathBuf::from(dir));
     }
     if let Some(dir) = env.var_os("XDG_CACHE_HOME") {
-        return Ok(PathBuf::from(dir).join("qola"));
+        return Some(PathBuf::from(dir).join("qola"));
     }
     env.var_os("HOME")
         .map(|home| PathBuf::from(home).join(".cache").join("qola"))
-        .ok_or(Error::NoCacheDir)
 }
 
 /// The managed checkout for a URL: `<cache>/checkouts/<name>-<hash of the URL>`.

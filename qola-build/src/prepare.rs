@@ -50,9 +50,11 @@ use crate::lock::lock_checkout;
 use crate::options::{Prepare, Settings};
 use crate::patch::{Applied, FileContent, PristineTree, apply_series, load_series};
 use crate::report::{Action, Preparation, Reason, ReasonKind};
+use crate::snapshot::Snapshot;
 use crate::stamp::{QolaDir, Stamp, unix_now, write_atomic};
 use crate::state::{Entry, PathState, workdir_content, workdir_entry};
 use crate::sync::{Target, sync};
+use crate::untracked::untracked;
 
 /// How many differing paths the skip warning names.
 const SKIP_LIST_LIMIT: usize = 10;
@@ -222,6 +224,57 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     let key = components.key();
     let stamp = qola_dir.read_stamp();
 
+    // The common case, in milliseconds: the snapshot proves the tree unchanged since it was
+    // prepared for this key.
+    let unchanged = !fresh && !interrupted && !settings.force;
+    let snapshot_file = settings
+        .cache
+        .as_ref()
+        .map(|cache| Snapshot::file(cache, root));
+    let current_stamp = stamp.as_ref().filter(|s| unchanged && s.key == key);
+    if let (Some(stamp), Some(file)) = (current_stamp, &snapshot_file)
+        && let Some(snap) = Snapshot::read(file)
+    {
+        // `status` lists untracked paths too: walk for them while the snapshot is checked.
+        let (matches, listed) = std::thread::scope(|scope| {
+            let walk = (mode == Mode::Status).then(|| {
+                scope.spawn(|| {
+                    let (files, repos) = snap.tracked();
+                    untracked(root, &files, &repos)
+                })
+            });
+            let matches = snap.matches(root, &key);
+            (
+                matches,
+                walk.map(|w| w.join().expect("the untracked walk panicked")),
+            )
+        });
+        if matches {
+            if mode == Mode::Diff {
+                return Ok(Decided::Diff(Vec::new()));
+            }
+            return Ok(Decided::Report(Box::new(Preparation {
+                action: Action::UpToDate,
+                commit: commit.to_string(),
+                key,
+                fingerprint: stamp.fingerprint.clone(),
+                expected_fingerprint: Some(stamp.fingerprint.clone()),
+                untracked_paths: listed.transpose()?.unwrap_or_default(),
+                warnings,
+                ..empty_report(settings)
+            })));
+        }
+    }
+
+    // The full scan decides. When it may find the tree up to date, a new snapshot is taken
+    // first (a snapshot must precede the scan that verifies it), so the next build is fast again.
+    let refreshed = match (current_stamp, &snapshot_file) {
+        (Some(stamp), Some(_)) if mode == Mode::Prepare => {
+            let repos: Vec<String> = stamp.heads.keys().cloned().collect();
+            Snapshot::take(root, &repos, &key)
+        }
+        _ => None,
+    };
     let with_untracked = mode == Mode::Status;
     let now = if fresh {
         TreeScan::default()
@@ -236,16 +289,13 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         warnings: warnings.clone(),
         ..empty_report(settings)
     };
-
-    // The common case: nothing to do, nothing written.
-    if let Some(stamp) = stamp.as_ref().filter(|s| {
-        !fresh
-            && !interrupted
-            && !settings.force
-            && s.key == key
-            && s.fingerprint == base.fingerprint
-    }) && mode != Mode::Diff
+    if let Some(stamp) = current_stamp.filter(|s| s.fingerprint == base.fingerprint)
+        && mode != Mode::Diff
     {
+        // Nothing to do and nothing written in the checkout; only the snapshot in qola's cache.
+        if let (Some(snap), Some(file)) = (refreshed, &snapshot_file) {
+            snap.write(file)?;
+        }
         return Ok(Decided::Report(Box::new(Preparation {
             action: Action::UpToDate,
             expected_fingerprint: Some(stamp.fingerprint.clone()),
@@ -414,6 +464,9 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         ));
         report.backup = Some(backup);
     }
+    if let Some(file) = &snapshot_file {
+        Snapshot::remove(file)?;
+    }
     qola_dir.write_marker(&key)?;
     pin_config(&pinned.repos[0].repo, root)?;
     let mut targets = BTreeMap::new();
@@ -429,6 +482,10 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     let patch_for = |path: &str| patch_touching(&series, path);
     sync(root, &pinned, &targets, &patch_for)?;
 
+    let repo_paths: Vec<String> = pinned.repos.iter().map(|r| r.path.clone()).collect();
+    let snapshot = snapshot_file
+        .as_ref()
+        .and_then(|_| Snapshot::take(root, &repo_paths, &key));
     let after = scan(
         root,
         false,
@@ -472,6 +529,9 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         prepared_at: unix_now(),
         action: report.action.as_str().to_string(),
     })?;
+    if let (Some(snapshot), Some(file)) = (snapshot, &snapshot_file) {
+        snapshot.write(file)?;
+    }
     qola_dir.clear_marker()?;
     for warning in &applied.offsets {
         directives.warning(warning);
@@ -709,7 +769,8 @@ mod tests {
             .root(&root)
             .url(demo.aiter.to_string_lossy())
             .commit(&demo.commit)
-            .patches_dir(&demo.patches);
+            .patches_dir(&demo.patches)
+            .cache_dir(tmp.path().join("cache"));
         options.prepare_with(&directives).unwrap();
         let lines = directives.emitted();
         for name in [

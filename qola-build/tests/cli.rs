@@ -14,8 +14,11 @@ const QOLA: &str = env!("CARGO_BIN_EXE_qola");
 fn qola(s: &Setup, args: &[&str]) -> Command {
     let mut command = Command::new(QOLA);
     command.current_dir(s.tmp.path()).args(args);
+    command.env("QOLA_CACHE_DIR", s.cache());
     for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("QOLA_") || name == "CARGO_NET_OFFLINE" {
+        if name.to_string_lossy().starts_with("QOLA_") && name != "QOLA_CACHE_DIR"
+            || name == "CARGO_NET_OFFLINE"
+        {
             command.env_remove(name);
         }
     }

@@ -433,6 +433,7 @@ fn manifest_field_change_names_the_field() {
         let mut o = qola_build::Prepare::new();
         o.manifest(&manifest)
             .root(&s.root)
+            .cache_dir(s.cache())
             .cargo_metadata(false)
             .offline(false)
             .force(false)
@@ -732,4 +733,108 @@ fn default_manifest_pins_upstream_aiter_and_our_series() {
         ]
     );
     assert_eq!(m.modules.len(), 2);
+}
+
+#[test]
+fn touched_files_are_still_up_to_date_and_nothing_is_written() {
+    let s = setup();
+    s.prepare();
+    tick();
+    for path in [UNTOUCHED, PATCHED_SUPER, PATCHED_CK] {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(s.root.join(path))
+            .unwrap();
+        file.set_modified(std::time::SystemTime::now()).unwrap();
+    }
+    let before = mtimes(&s.root);
+    let p = s.prepare();
+    assert_action(&p, Action::UpToDate);
+    assert_eq!(
+        changed(&before, &mtimes(&s.root)),
+        Vec::<std::path::PathBuf>::new()
+    );
+}
+
+#[test]
+fn unstaging_a_file_is_noticed_and_restored() {
+    let s = setup();
+    s.prepare();
+    git(&s.root, &["rm", "-q", "--cached", CREATED]);
+    let p = s.prepare();
+    assert_action(&p, Action::Resync);
+    assert!(kinds(&p).contains(&ReasonKind::Adopted), "{p}");
+    assert_eq!(git(&s.root, &["diff", "--cached", "--name-only"]), CREATED);
+    assert_action(&s.prepare(), Action::UpToDate);
+}
+
+#[test]
+fn status_lists_the_same_untracked_paths_on_both_paths_of_the_check() {
+    let s = setup();
+    s.prepare();
+    s.write("build/log.txt", "x\n");
+    s.write("3rdparty/composable_kernel/gen/a.cpp", "x\n");
+    s.write("csrc/include/new.h", "x\n");
+    let fast = s.options().try_status().unwrap().untracked_paths;
+    let file = std::fs::File::options()
+        .write(true)
+        .open(s.root.join(UNTOUCHED))
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now()).unwrap();
+    let full = s.options().try_status().unwrap().untracked_paths;
+    assert_eq!(fast, full);
+    assert_eq!(
+        fast,
+        [
+            "3rdparty/composable_kernel/gen/",
+            "build/",
+            "csrc/include/new.h"
+        ]
+    );
+}
+
+#[test]
+fn a_touched_tree_gets_a_new_snapshot_in_the_cache_and_the_checkout_is_untouched() {
+    let s = setup();
+    s.prepare();
+    let snapshots = s.cache().join("snapshots");
+    let snapshot = std::fs::read_dir(&snapshots)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let written = std::fs::metadata(&snapshot).unwrap().modified().unwrap();
+    tick();
+    // Up to date from the snapshot: nothing written anywhere.
+    assert_action(&s.prepare(), Action::UpToDate);
+    assert_eq!(
+        std::fs::metadata(&snapshot).unwrap().modified().unwrap(),
+        written
+    );
+    // A touch defeats the snapshot: the full scan confirms, and only the snapshot is renewed.
+    let file = std::fs::File::options()
+        .write(true)
+        .open(s.root.join(UNTOUCHED))
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now()).unwrap();
+    let before = mtimes(&s.root);
+    assert_action(&s.prepare(), Action::UpToDate);
+    assert_eq!(
+        changed(&before, &mtimes(&s.root)),
+        Vec::<std::path::PathBuf>::new()
+    );
+    let renewed = std::fs::metadata(&snapshot).unwrap().modified().unwrap();
+    assert!(renewed > written);
+    // status reads it, never writes it.
+    let file = std::fs::File::options()
+        .write(true)
+        .open(s.root.join(UNTOUCHED))
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now()).unwrap();
+    assert_action(&s.options().try_status().unwrap(), Action::UpToDate);
+    assert_eq!(
+        std::fs::metadata(&snapshot).unwrap().modified().unwrap(),
+        renewed
+    );
 }

@@ -39,6 +39,7 @@ fn real_tree_prepares_with_our_series_and_stays_up_to_date() {
             .url(real.upstream.to_string_lossy())
             .commit(&real.commit)
             .patches_dir(series())
+            .cache_dir(tmp.path().join("cache"))
             .cargo_metadata(false)
             .force(false)
             .skip(false)
@@ -70,6 +71,7 @@ fn real_tree_prepares_with_our_series_and_stays_up_to_date() {
 
     // The command line agrees, and writes nothing either.
     let out = Command::new(env!("CARGO_BIN_EXE_qola"))
+        .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
         .args(["status", "--json", "--root"])
         .arg(&root)
         .args([

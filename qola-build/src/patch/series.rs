@@ -124,7 +124,7 @@ pub(crate) fn apply_series(
                     )
                 })),
                 Err(failure) => {
-                    let upstream = reverse_applies(&patch, base).then(|| pinned.to_string());
+                    let upstream = reverse_applies(&patch, base).then(|| pinned.into());
                     return Err(Error::PatchFailed {
                         patch: patch.name.clone(),
                         file: section.display_path().to_string(),

@@ -37,8 +37,14 @@ impl Setup {
             .force(false)
             .skip(false)
             .offline(false)
+            .cache_dir(self.cache())
             .cargo_metadata(false);
         options
+    }
+
+    /// qola's cache for this test (stat snapshots).
+    pub fn cache(&self) -> PathBuf {
+        self.tmp.path().join("cache")
     }
 
     pub fn prepare(&self) -> Preparation {

@@ -42,7 +42,7 @@
 //! | `QOLA_AITER_URL` | AITER repository URL or local path (default `https://github.com/ROCm/aiter.git`) |
 //! | `QOLA_PATCHES_DIR` | patch series directory: every `*.patch`, in file-name order |
 //! | `QOLA_AITER_ROOT` | the checkout (default `<cache>/checkouts/<name>-<hash of the URL>`) |
-//! | `QOLA_CACHE_DIR` | qola's cache (default `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`) |
+//! | `QOLA_CACHE_DIR` | qola's cache: default checkouts and stat snapshots (default `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`) |
 //! | `QOLA_SKIP_PREPARE=1` | use the checkout as it is, write nothing (debug with local edits) |
 //! | `QOLA_FORCE_PREPARE=1` | save local edits as a backup patch, then prepare |
 //! | `QOLA_OFFLINE=1`, `CARGO_NET_OFFLINE=true` | never use the network; a missing commit is an error |
@@ -56,7 +56,8 @@
 //! source is read-only), shared by debug and release builds and `cargo check`, and untouched by
 //! `cargo clean`. Inside its git directory, `.git/qola/` holds the stamp, the `preparing` marker
 //! and the backups of local edits. The lock file sits beside the checkout:
-//! `<parent>/.<name>.qola-lock`.
+//! `<parent>/.<name>.qola-lock`. The stat snapshots that make a no-op check fast live in
+//! `<cache>/snapshots/`, outside the checkout.
 
 #![deny(missing_docs)]
 

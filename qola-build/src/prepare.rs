@@ -31,8 +31,10 @@
 //! # Cost of the common case
 //!
 //! `up-to-date` needs: the commit resolved locally (a SHA or tag; a branch costs a fetch), the
-//! patches read and hashed, the stamp read, and one status scan of each repository without
-//! untracked files. It writes nothing: not the index, not the stamp.
+//! patches read and hashed, the stamp read, and the stat snapshot checked (see the `snapshot`
+//! module): each repository's `HEAD`, a digest of its index entries, an `lstat` per tracked file.
+//! Only when the snapshot does not match does the full fingerprint scan (one libgit2 status per
+//! repository, in parallel) decide. Neither writes in the checkout: not the index, not the stamp.
 
 use std::collections::{BTreeMap, BTreeSet};
 

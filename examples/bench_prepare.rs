@@ -106,29 +106,22 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let url = real.upstream.to_string_lossy().to_string();
 
-    // qola's checkout.
+    // `qola <verb>` on the checkout at `at`.
+    let qola_at = |at: &Path, verb: &str| {
+        let mut c = Command::new(&qola);
+        c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            .args([verb, "--root"])
+            .arg(at)
+            .args(["--url", &url, "--commit", &real.commit, "--patches"])
+            .arg(&patches);
+        c
+    };
+    // qola's checkout, and a second one whose snapshot a touch defeats.
     let root = tmp.path().join("qola/aiter");
-    let qola_cmd = |verb: &str| {
-        let mut c = Command::new(&qola);
-        c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
-            .args([verb, "--root"])
-            .arg(&root)
-            .args(["--url", &url, "--commit", &real.commit, "--patches"])
-            .arg(&patches);
-        c
-    };
-    run(&mut qola_cmd("prepare"));
-    // A second checkout whose snapshot a touch defeats.
     let touched = tmp.path().join("touched/aiter");
-    let touched_cmd = |verb: &str| {
-        let mut c = Command::new(&qola);
-        c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
-            .args([verb, "--root"])
-            .arg(&touched)
-            .args(["--url", &url, "--commit", &real.commit, "--patches"])
-            .arg(&patches);
-        c
-    };
+    let qola_cmd = |verb: &str| qola_at(&root, verb);
+    let touched_cmd = |verb: &str| qola_at(&touched, verb);
+    run(&mut qola_cmd("prepare"));
     run(&mut touched_cmd("prepare"));
     let touch = || {
         std::fs::File::options()

@@ -25,26 +25,22 @@ fn qola(s: &Setup, args: &[&str]) -> Command {
     command
 }
 
-/// The usual explicit arguments.
-fn explicit(s: &Setup) -> Vec<String> {
-    vec![
-        "--root".into(),
-        s.root.to_string_lossy().into(),
-        "--url".into(),
-        s.demo.aiter.to_string_lossy().into(),
-        "--commit".into(),
-        s.demo.commit.clone(),
-        "--patches".into(),
-        s.demo.patches.to_string_lossy().into(),
-    ]
+/// `qola <verb>` with the usual explicit arguments, then `extra`.
+fn explicit(s: &Setup, verb: &str, extra: &[&str]) -> Command {
+    let mut command = qola(s, &[verb]);
+    command
+        .arg("--root")
+        .arg(&s.root)
+        .arg("--url")
+        .arg(&s.demo.aiter)
+        .args(["--commit", &s.demo.commit, "--patches"])
+        .arg(&s.demo.patches)
+        .args(extra);
+    command
 }
 
-fn run(s: &Setup, command: &str, extra: &[&str]) -> Output {
-    let mut args: Vec<String> = vec![command.into()];
-    args.extend(explicit(s));
-    args.extend(extra.iter().map(|a| a.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    qola(s, &args).output().expect("run qola")
+fn run(s: &Setup, verb: &str, extra: &[&str]) -> Output {
+    explicit(s, verb, extra).output().expect("run qola")
 }
 
 fn json(output: &Output) -> serde_json::Value {
@@ -186,22 +182,19 @@ fn skip_and_force_come_from_the_environment_too() {
     let s = setup();
     run(&s, "prepare", &[]);
     s.write(UNTOUCHED, "# edit\n");
-    let mut args = vec!["prepare".to_string(), "--json".to_string()];
-    args.extend(explicit(&s));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = qola(&s, &args)
+    let out = explicit(&s, "prepare", &["--json"])
         .env("QOLA_SKIP_PREPARE", "1")
         .output()
         .unwrap();
     assert_eq!(json(&out)["action"], "skip-requested");
-    let out = qola(&s, &args)
+    let out = explicit(&s, "prepare", &["--json"])
         .env("QOLA_FORCE_PREPARE", "1")
         .output()
         .unwrap();
     let v = json(&out);
     assert_eq!(v["action"], "forced");
     assert!(Path::new(v["backup"].as_str().unwrap()).is_file());
-    let out = qola(&s, &args)
+    let out = explicit(&s, "prepare", &["--json"])
         .env("QOLA_SKIP_PREPARE", "maybe")
         .output()
         .unwrap();
@@ -242,10 +235,7 @@ fn status_takes_no_lock_and_writes_nothing() {
     let out = run(&s, "status", &["--json"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(json(&out)["action"], "up-to-date");
-    assert_eq!(
-        changed(&before, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before, &s.root);
 }
 
 #[test]
@@ -253,10 +243,7 @@ fn concurrent_prepares_wait_for_each_other_and_end_consistent() {
     let s = setup();
     let children: Vec<_> = (0..3)
         .map(|_| {
-            let mut args = vec!["prepare".to_string(), "--json".to_string()];
-            args.extend(explicit(&s));
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            qola(&s, &args)
+            explicit(&s, "prepare", &["--json"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -293,10 +280,7 @@ fn a_held_lock_makes_prepare_say_it_waits() {
         .open(&lock_path)
         .unwrap();
     lock.lock().unwrap();
-    let mut args = vec!["prepare".to_string()];
-    args.extend(explicit(&s));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut child = qola(&s, &args)
+    let mut child = explicit(&s, "prepare", &[])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

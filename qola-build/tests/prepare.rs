@@ -38,10 +38,7 @@ fn up_to_date_changes_no_mtime_and_writes_nothing() {
     let p = s.prepare();
     assert_action(&p, Action::UpToDate);
     assert!(p.reasons.is_empty());
-    assert_eq!(
-        changed(&before, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before, &s.root);
 }
 
 #[test]
@@ -112,10 +109,7 @@ fn hand_edit_is_refused_and_nothing_changes() {
     let p = s.refused();
     assert_action(&p, Action::Refused);
     assert_eq!(p.edited_paths, vec![UNTOUCHED.to_string()]);
-    assert_eq!(
-        changed(&before, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before, &s.root);
     assert_eq!(s.read(UNTOUCHED), "# my edit\n");
     let message = Error::Refused(Box::new(p)).to_string();
     for way in [
@@ -194,10 +188,7 @@ fn skip_uses_the_tree_as_it_is_and_names_the_differences() {
     let before = mtimes(&s.root);
     let p = s.options().skip(true).try_prepare().unwrap();
     assert_action(&p, Action::SkipRequested);
-    assert_eq!(
-        changed(&before, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before, &s.root);
     assert_eq!(p.warnings.len(), 1);
     let warning = &p.warnings[0];
     for path in [UNTOUCHED, PATCHED_CK] {
@@ -507,10 +498,7 @@ fn tree_escaping_patch_is_refused_with_the_tree_untouched() {
     let e = s.options().try_prepare().unwrap_err();
     assert!(matches!(e, Error::UnsafePatchPath { .. }), "{e}");
     assert!(e.to_string().contains("0004-escape.patch"), "{e}");
-    assert_eq!(
-        changed(&before, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before, &s.root);
     assert!(!s.tmp.path().join("outside.txt").exists());
 }
 
@@ -557,10 +545,7 @@ fn failing_patch_names_patch_file_and_hunk_and_leaves_the_tree() {
     assert_eq!(hunk, "@@ -2,4 +2,5 @@");
     assert!(upstream.is_none());
     assert!(message.contains("nothing was written"), "{message}");
-    assert_eq!(
-        changed(&before, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before, &s.root);
 }
 
 #[test]
@@ -672,10 +657,7 @@ fn status_writes_nothing_and_says_what_prepare_would_do() {
     let status = s.options().try_status().unwrap();
     assert_action(&status, Action::Refused);
     assert_eq!(status.edited_paths, vec![UNTOUCHED.to_string()]);
-    assert_eq!(
-        changed(&before_edit, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before_edit, &s.root);
 }
 
 #[test]
@@ -741,19 +723,12 @@ fn touched_files_are_still_up_to_date_and_nothing_is_written() {
     s.prepare();
     tick();
     for path in [UNTOUCHED, PATCHED_SUPER, PATCHED_CK] {
-        let file = std::fs::File::options()
-            .write(true)
-            .open(s.root.join(path))
-            .unwrap();
-        file.set_modified(std::time::SystemTime::now()).unwrap();
+        touch(&s.root.join(path));
     }
     let before = mtimes(&s.root);
     let p = s.prepare();
     assert_action(&p, Action::UpToDate);
-    assert_eq!(
-        changed(&before, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before, &s.root);
 }
 
 #[test]
@@ -776,11 +751,7 @@ fn status_lists_the_same_untracked_paths_on_both_paths_of_the_check() {
     s.write("3rdparty/composable_kernel/gen/a.cpp", "x\n");
     s.write("csrc/include/new.h", "x\n");
     let fast = s.options().try_status().unwrap().untracked_paths;
-    let file = std::fs::File::options()
-        .write(true)
-        .open(s.root.join(UNTOUCHED))
-        .unwrap();
-    file.set_modified(std::time::SystemTime::now()).unwrap();
+    touch(&s.root.join(UNTOUCHED));
     let full = s.options().try_status().unwrap().untracked_paths;
     assert_eq!(fast, full);
     assert_eq!(
@@ -813,25 +784,14 @@ fn a_touched_tree_gets_a_new_snapshot_in_the_cache_and_the_checkout_is_untouched
         written
     );
     // A touch defeats the snapshot: the full scan confirms, and only the snapshot is renewed.
-    let file = std::fs::File::options()
-        .write(true)
-        .open(s.root.join(UNTOUCHED))
-        .unwrap();
-    file.set_modified(std::time::SystemTime::now()).unwrap();
+    touch(&s.root.join(UNTOUCHED));
     let before = mtimes(&s.root);
     assert_action(&s.prepare(), Action::UpToDate);
-    assert_eq!(
-        changed(&before, &mtimes(&s.root)),
-        Vec::<std::path::PathBuf>::new()
-    );
+    assert_nothing_written(&before, &s.root);
     let renewed = std::fs::metadata(&snapshot).unwrap().modified().unwrap();
     assert!(renewed > written);
     // status reads it, never writes it.
-    let file = std::fs::File::options()
-        .write(true)
-        .open(s.root.join(UNTOUCHED))
-        .unwrap();
-    file.set_modified(std::time::SystemTime::now()).unwrap();
+    touch(&s.root.join(UNTOUCHED));
     assert_action(&s.options().try_status().unwrap(), Action::UpToDate);
     assert_eq!(
         std::fs::metadata(&snapshot).unwrap().modified().unwrap(),

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{changed, git, mtimes};
+use common::{assert_nothing_written, changed, git, mtimes};
 use qola_build::{Action, Prepare, ReasonKind};
 
 fn series() -> PathBuf {
@@ -67,7 +67,7 @@ fn real_tree_prepares_with_our_series_and_stays_up_to_date() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     let p = options().try_prepare().unwrap();
     assert_eq!(p.action, Action::UpToDate, "{p}");
-    assert_eq!(changed(&before, &mtimes(&root)), Vec::<PathBuf>::new());
+    assert_nothing_written(&before, &root);
 
     // The command line agrees, and writes nothing either.
     let out = Command::new(env!("CARGO_BIN_EXE_qola"))
@@ -86,7 +86,7 @@ fn real_tree_prepares_with_our_series_and_stays_up_to_date() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["action"], "up-to-date", "{v}");
-    assert_eq!(changed(&before, &mtimes(&root)), Vec::<PathBuf>::new());
+    assert_nothing_written(&before, &root);
 
     // A reset inside composable_kernel: only its two patched files come back.
     git(

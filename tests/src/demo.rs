@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::{git, write};
+use crate::{add_gitlink, git, write};
 
 /// The demo patch series: AITER only, composable_kernel only, and both (creating a file).
 pub const DEMO_PATCHES: [(&str, &str); 3] = [
@@ -181,15 +181,7 @@ impl Demo {
             "[submodule \"3rdparty/composable_kernel\"]\n\tpath = 3rdparty/composable_kernel\n\turl = ../composable_kernel\n",
         );
         git(&aiter, &["add", "-A"]);
-        git(
-            &aiter,
-            &[
-                "update-index",
-                "--add",
-                "--cacheinfo",
-                &format!("160000,{ck_commit},3rdparty/composable_kernel"),
-            ],
-        );
+        add_gitlink(&aiter, &ck_commit, "3rdparty/composable_kernel");
         git(&aiter, &["commit", "-q", "-m", "AITER demo"]);
         let commit = git(&aiter, &["rev-parse", "HEAD"]);
 
@@ -222,14 +214,7 @@ impl Demo {
         git(&self.ck, &["add", "-A"]);
         git(&self.ck, &["commit", "-q", "-m", "composable_kernel bump"]);
         let ck_commit = git(&self.ck, &["rev-parse", "HEAD"]);
-        git(
-            &self.aiter,
-            &[
-                "update-index",
-                "--cacheinfo",
-                &format!("160000,{ck_commit},3rdparty/composable_kernel"),
-            ],
-        );
+        add_gitlink(&self.aiter, &ck_commit, "3rdparty/composable_kernel");
         git(
             &self.aiter,
             &["commit", "-q", "-m", "bump composable_kernel"],

@@ -65,6 +65,19 @@ pub fn git_command(dir: &Path, args: &[&str]) -> Command {
     command
 }
 
+/// Records `commit` as the submodule at `path` in `repo`'s index (a gitlink, no checkout).
+pub fn add_gitlink(repo: &Path, commit: &str, path: &str) {
+    git(
+        repo,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{commit},{path}"),
+        ],
+    );
+}
+
 /// Writes `content` to `root/path`, creating parent directories.
 pub fn write(root: &Path, path: &str, content: impl AsRef<[u8]>) {
     let full = root.join(path);

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{fixtures_dir, git, in_ci};
+use crate::{add_gitlink, fixtures_dir, git, in_ci};
 
 /// The wheel's pinned version.
 pub const WHEEL_VERSION: &str = "0.1.7.post2.dev18";
@@ -157,15 +157,7 @@ fn build(wheel: &Path, tmp: &Path) {
     .expect("write .gitmodules");
     git(&aiter, &["init", "-q"]);
     git(&aiter, &["add", "-A", "-f"]);
-    git(
-        &aiter,
-        &[
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            &format!("160000,{ck_commit},3rdparty/composable_kernel"),
-        ],
-    );
+    add_gitlink(&aiter, &ck_commit, "3rdparty/composable_kernel");
     git(
         &aiter,
         &[

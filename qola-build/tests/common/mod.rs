@@ -131,6 +131,20 @@ pub fn changed(
     paths
 }
 
+/// Asserts that nothing under `dir` was written since `before` was taken.
+pub fn assert_nothing_written(before: &BTreeMap<PathBuf, SystemTime>, dir: &Path) {
+    assert_eq!(changed(before, &mtimes(dir)), Vec::<PathBuf>::new());
+}
+
+/// Sets a file's mtime to now, leaving its content as it is.
+pub fn touch(path: &Path) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(SystemTime::now()))
+        .unwrap_or_else(|e| panic!("touch {}: {e}", path.display()));
+}
+
 pub fn kinds(p: &Preparation) -> Vec<ReasonKind> {
     p.reasons.iter().map(|r| r.kind).collect()
 }

@@ -98,6 +98,9 @@ pub(crate) fn clone_superproject(net: &Network, url: &str, root: &Path) -> Resul
         &format!("clone AITER into {}", root.display()),
         "check aiter_url and your network/credentials; run the command above by hand to see more",
     )?;
+    // The `preparing` marker travels with the rename: a run killed before the tree is written
+    // finds it and recovers, instead of taking the unwritten tree for local edits.
+    crate::stamp::QolaDir::new(&partial.join(".git")).write_marker("clone")?;
     if root.exists() {
         // `open_checkout` saw no checkout here: at most an empty directory.
         std::fs::remove_dir(root).map_err(io_error("replace the empty directory", root))?;

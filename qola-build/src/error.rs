@@ -124,9 +124,11 @@ pub enum Error {
         root: PathBuf,
     },
 
-    /// `qola status` only: answering needs objects that are not fetched yet (status never
-    /// fetches).
-    #[error("{what} needs a fetch, which `qola status` never does: run `qola prepare`")]
+    /// `qola status` and `qola diff` only: answering needs objects that are not fetched yet
+    /// (neither ever fetches).
+    #[error(
+        "{what} needs a fetch, which `qola status` and `qola diff` never do: run `qola prepare` first"
+    )]
     FetchNeeded {
         /// What needs the network.
         what: String,

@@ -219,7 +219,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         set_origin(&repo, &settings.clone_url, root)?;
     }
     let qola_dir = QolaDir::new(repo.path());
-    let interrupted = qola_dir.marker_present();
+    let interrupted = !fresh && qola_dir.marker_present();
     let (commit, branch_warning) = resolve_commit(&repo, root, &spec, &settings.clone_url, &net)?;
     warnings.extend(branch_warning);
     let components = KeyComponents::new(&settings.url, &commit.to_string(), &series);
@@ -362,7 +362,10 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
             known.extend(pinned.state_at(&stamp.heads, path)?);
         }
         known.extend(pinned.state_at(&now.heads, path)?);
-        if !fresh && !known.contains(&now_state) {
+        // After an interrupted run, a missing file is one it had not written yet: restoring it
+        // loses nothing.
+        let unwritten = interrupted && now_state.is_none();
+        if !fresh && !unwritten && !known.contains(&now_state) {
             edited.push(path.clone());
         }
         current.insert(path.clone(), now_state);

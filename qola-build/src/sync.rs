@@ -2,8 +2,8 @@
 //!
 //! 1. Every path to be written is checked first: no directory on its way may be a symlink in the
 //!    work tree (a patch must not write outside the tree through a link someone made).
-//! 2. A repository whose `HEAD` is not at its pinned commit (or that was just cloned) is checked
-//!    out there, detached; the old `HEAD` is kept as `refs/qola/previous-head`.
+//! 2. A repository whose `HEAD` is not at its pinned commit (or that was just cloned, or has no
+//!    index) is checked out there, detached; the old `HEAD` is kept as `refs/qola/previous-head`.
 //! 3. Each candidate path whose work-tree content differs from its target is rewritten (through a
 //!    temporary file and a rename) or removed. A path already right is not touched: its mtime
 //!    stays, so compilers see no change.
@@ -86,10 +86,12 @@ fn check_no_symlink_on_the_way(root: &Path, path: &str, patch: &str) -> Result<(
     Ok(())
 }
 
-/// Checks the repository out at its pinned commit when `HEAD` is elsewhere or it is new.
+/// Checks the repository out at its pinned commit when `HEAD` is elsewhere, when it is new, or
+/// when it has no index yet (a clone interrupted before its checkout).
 fn checkout_pinned(repo: &PinnedRepo) -> Result<()> {
     let head = repo.repo.head().ok().and_then(|h| h.target());
-    if !repo.fresh && head == Some(repo.commit) {
+    let no_index = repo.repo.index().map(|i| i.is_empty()).unwrap_or(true);
+    if !repo.fresh && head == Some(repo.commit) && !no_index {
         return Ok(());
     }
     let at = &repo.workdir;

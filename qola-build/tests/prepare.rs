@@ -798,3 +798,27 @@ fn a_touched_tree_gets_a_new_snapshot_in_the_cache_and_the_checkout_is_untouched
         renewed
     );
 }
+
+#[test]
+fn first_clone_killed_before_checkout_recovers_without_calling_missing_files_edits() {
+    let s = setup();
+    // What a run killed right after its clone leaves: a clone without files, with the marker.
+    std::fs::create_dir_all(s.root.parent().unwrap()).unwrap();
+    git(
+        s.root.parent().unwrap(),
+        &[
+            "clone",
+            "-q",
+            "--no-checkout",
+            &s.demo.aiter.to_string_lossy(),
+            "aiter",
+        ],
+    );
+    std::fs::create_dir_all(s.root.join(".git/qola")).unwrap();
+    std::fs::write(s.root.join(".git/qola/preparing"), "clone\n").unwrap();
+    let p = s.prepare();
+    assert_action(&p, Action::Recover);
+    assert!(p.edited_paths.is_empty());
+    assert_prepared(&s);
+    assert_action(&s.prepare(), Action::UpToDate);
+}

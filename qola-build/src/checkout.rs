@@ -82,8 +82,16 @@ pub(crate) fn clone_superproject(net: &Network, url: &str, root: &Path) -> Resul
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "aiter".to_string());
-    let partial = parent.join(format!(".{name}.qola-clone-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&partial);
+    // Clones killed before their rename are garbage (the caller holds the checkout's lock).
+    let prefix = format!(".{name}.qola-clone-");
+    if let Ok(entries) = std::fs::read_dir(parent) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let partial = parent.join(format!("{prefix}{}", std::process::id()));
     git.run(
         parent,
         &[

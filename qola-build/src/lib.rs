@@ -18,7 +18,7 @@
 //! |---|---|---|
 //! | `QOLA_SKIP_PREPARE=1` | write nothing; use the tree as it is; one warning naming up to 10 paths that differ from the prepared state | `skip-requested` |
 //! | no checkout | clone, prepare | `clone` |
-//! | `preparing` marker left by an interrupted run | prepare again from the pinned commit | `recover` |
+//! | `preparing` marker left by an interrupted run | prepare again from the pinned commit; files it left half-written are saved as a backup patch first | `recover` |
 //! | key unchanged, tree == prepared state | nothing: no file written, no mtime changed | `up-to-date` |
 //! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed: commit, patch added/changed/removed/renamed, manifest field, qola version, patch reverted in tree | `resync` |
 //! | the tree already equals what the new key produces (e.g. `qola diff` output added to the series) | adopt it: write the stamp, rewrite no file | `resync` (reason `adopted`) |

@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | `QOLA_SKIP_PREPARE=1` | write nothing; use the tree as it is; one warning naming up to 10 paths that differ from the prepared state | `skip-requested` |
 //! | no checkout | clone, prepare | `clone` |
-//! | `preparing` marker left by an interrupted run | prepare again from the pinned commit | `recover` |
+//! | `preparing` marker left by an interrupted run | prepare again from the pinned commit; files it left half-written are saved as a backup patch first | `recover` |
 //! | key unchanged, tree == prepared state | nothing: no file written, no mtime changed | `up-to-date` |
 //! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed | `resync` |
 //! | the tree already equals what the new key produces | adopt it: write the stamp, rewrite no file | `resync` (reason `adopted`) |
@@ -422,7 +422,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     };
     report.warnings.extend(warnings);
 
-    if !edited.is_empty() && !settings.force {
+    if !edited.is_empty() && !settings.force && !interrupted {
         report.action = Action::Refused;
         return Err(Error::Refused(Box::new(report)));
     }
@@ -438,35 +438,34 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     }
 
     // From here on the tree is written.
-    if settings.force && !edited.is_empty() {
+    // Saved before anything is written: local edits when forced; after an interrupted run, what
+    // differs from every known state (half-written by that run, or edited since).
+    if !edited.is_empty() {
         let mut changes = Vec::new();
-        for path in &candidates {
-            let from = expected_content(&pinned, &applied, path)?;
-            let to = workdir_content(&root.join(path))?;
-            if from != to {
-                changes.push(Change {
-                    path: path.clone(),
-                    from,
-                    to,
-                });
-            }
+        for path in &edited {
+            changes.push(Change {
+                path: path.clone(),
+                from: expected_content(&pinned, &applied, path)?,
+                to: workdir_content(&root.join(path))?,
+            });
         }
         let backup = qola_dir.backup_path(unix_now());
         write_atomic(&backup, &render(&changes))?;
-        report.reasons.push(Reason::new(
-            ReasonKind::Forced,
-            format!(
-                "local edits in {} path(s) saved to {} and discarded",
-                edited.len(),
-                backup.display()
-            ),
-        ));
-        directives.warning(&format!(
-            "QOLA_FORCE_PREPARE=1: local edits in {} path(s) of {} saved to {} (apply it with `git apply` or add it to the series), then discarded",
+        let (kind, what) = if settings.force {
+            (ReasonKind::Forced, "local edits")
+        } else {
+            (
+                ReasonKind::Interrupted,
+                "files the interrupted run left half-written (or edited since)",
+            )
+        };
+        let message = format!(
+            "{what}: {} path(s) saved to {} (apply it with `git apply` or add it to the series), then replaced",
             edited.len(),
-            root.display(),
             backup.display()
-        ));
+        );
+        directives.warning(&format!("{}: {message}", root.display()));
+        report.reasons.push(Reason::new(kind, message));
         report.backup = Some(backup);
     }
     if let Some(file) = &snapshot_file {

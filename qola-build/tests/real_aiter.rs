@@ -118,3 +118,54 @@ fn real_tree_prepares_with_our_series_and_stays_up_to_date() {
         ]
     );
 }
+
+#[test]
+fn a_prepare_killed_midway_is_finished_by_the_next_one() {
+    let Some(real) = qola_tests::real_aiter() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("aiter");
+    let qola = |verb: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_qola"));
+        c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            .args([verb, "--json", "--root"])
+            .arg(&root)
+            .args([
+                "--url",
+                &real.upstream.to_string_lossy(),
+                "--commit",
+                &real.commit,
+                "--patches",
+            ])
+            .arg(series());
+        c
+    };
+    // Killed somewhere in the clone, the checkout or the patching (a fresh prepare takes seconds).
+    let mut child = qola("prepare")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = qola("prepare").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let action = v["action"].as_str().unwrap();
+    assert!(["clone", "recover", "up-to-date"].contains(&action), "{v}");
+    assert!(read(&root, CK_ONLY).contains("receipt == 700"));
+    let out = qola("status").output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["action"], "up-to-date", "{v}");
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("qola-clone"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -33,7 +33,20 @@ pub struct RealAiter {
 
 /// The real tree, building it on first use. `None` (with a note on stderr) when the wheel cannot
 /// be had outside CI; in CI (`CI=true`) that is a panic, so the test fails instead of skipping.
+/// Tests in one process share one answer; test processes take turns through a file lock.
 pub fn real_aiter() -> Option<RealAiter> {
+    static REAL: std::sync::OnceLock<Option<RealAiter>> = std::sync::OnceLock::new();
+    REAL.get_or_init(|| {
+        let lock_path = fixtures_dir().join("real.lock");
+        let lock = std::fs::File::create(&lock_path)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", lock_path.display()));
+        lock.lock().expect("lock the fixture");
+        build_or_reuse()
+    })
+    .clone()
+}
+
+fn build_or_reuse() -> Option<RealAiter> {
     let dir = fixtures_dir().join("real");
     let done = dir.join("DONE");
     if std::fs::read_to_string(&done).is_ok_and(|s| s.trim() == LAYOUT) {
@@ -52,10 +65,7 @@ pub fn real_aiter() -> Option<RealAiter> {
     let _ = std::fs::remove_dir_all(&tmp);
     build(&wheel, &tmp);
     std::fs::write(tmp.join("DONE"), LAYOUT).expect("write the DONE marker");
-    if std::fs::rename(&tmp, &dir).is_err() {
-        // Another test process built it at the same time: use theirs.
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
+    std::fs::rename(&tmp, &dir).expect("move the fixture into place");
     Some(read_existing(&dir))
 }
 

@@ -39,7 +39,7 @@ pub(crate) fn sync(
     patch_for: &dyn Fn(&str) -> String,
 ) -> Result<Vec<String>> {
     for path in targets.keys() {
-        check_no_symlink_on_the_way(root, path, &patch_for(path))?;
+        check_no_symlink_on_the_way(root, path, patch_for)?;
     }
     for repo in &pinned.repos {
         checkout_pinned(repo)?;
@@ -62,7 +62,11 @@ pub(crate) fn sync(
     Ok(written)
 }
 
-fn check_no_symlink_on_the_way(root: &Path, path: &str, patch: &str) -> Result<()> {
+fn check_no_symlink_on_the_way(
+    root: &Path,
+    path: &str,
+    patch_for: &dyn Fn(&str) -> String,
+) -> Result<()> {
     let parts: Vec<&str> = path.split('/').collect();
     let mut dir = root.to_path_buf();
     for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
@@ -70,7 +74,7 @@ fn check_no_symlink_on_the_way(root: &Path, path: &str, patch: &str) -> Result<(
         match std::fs::symlink_metadata(&dir) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 return Err(Error::UnsafePatchPath {
-                    patch: patch.to_string(),
+                    patch: patch_for(path),
                     path: path.to_string(),
                     why: format!(
                         "goes through `{}`, a symlink in the work tree",

@@ -233,6 +233,69 @@ pub enum Error {
         root: PathBuf,
     },
 
+    /// No HIP compiler was found.
+    #[error("no HIP compiler found (looked at: {}): set HIPCC to hipcc or to a clang++/amdclang++ with HIP support, or ROCM_PATH/HIP_PATH to a ROCm install; on Debian: `apt-get install hipcc libamdhip64-dev rocm-device-libs`, elsewhere install ROCm (https://rocm.docs.amd.com)", looked.join(", "))]
+    NoHipCompiler {
+        /// Every place looked at, in order.
+        looked: Vec<String>,
+    },
+
+    /// The HIP compiler found cannot be used.
+    #[error("HIP compiler {}: {why}; point HIPCC at a working hipcc or clang++", path.display())]
+    HipCompilerUnusable {
+        /// The compiler.
+        path: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+
+    /// No GPU architecture was given and none could be detected.
+    #[error(
+        "no GPU architecture given and no GPU found on this machine (rocm_agent_enumerator and rocminfo report none): set GPU_ARCHS=gfx942 (or your target), QOLA_GPU_ARCHS, or [build] architectures in the manifest"
+    )]
+    NoGpuArch,
+
+    /// The compiler cannot compile for a requested architecture.
+    #[error("GPU architecture {arch} is not supported by {} ({version}): {stderr}\nchoose another architecture (GPU_ARCHS / QOLA_GPU_ARCHS) or a newer ROCm (HIPCC)", compiler.display())]
+    UnsupportedArch {
+        /// The architecture.
+        arch: String,
+        /// The compiler.
+        compiler: PathBuf,
+        /// Its version.
+        version: String,
+        /// What the compiler said.
+        stderr: String,
+    },
+
+    /// `OUT_DIR` is not set and no output directory was given.
+    #[error("OUT_DIR is not set: call this from a build script, or give HipBuild::out_dir")]
+    NoOutDir,
+
+    /// A translation unit failed to compile.
+    #[error("compiling {} failed ({}):\n  {command}\n{stderr}\nrerun it with: sh {}", source_file.display(), status.map_or("killed by a signal".to_string(), |c| format!("exit status {c}")), repro.display())]
+    Compile {
+        /// The source file.
+        source_file: PathBuf,
+        /// The exact command.
+        command: String,
+        /// The exit code (`None`: killed by a signal).
+        status: Option<i32>,
+        /// The compiler's standard error.
+        stderr: String,
+        /// A script that runs the command again.
+        repro: PathBuf,
+    },
+
+    /// Linking the library failed.
+    #[error("linking failed: `{command}`: {stderr}")]
+    Link {
+        /// The command.
+        command: String,
+        /// What it said.
+        stderr: String,
+    },
+
     /// After writing, the tree does not match the state the patches describe.
     #[error("after preparing {}, the tree still differs from the prepared state at: {paths}; a git filter or attribute (.gitattributes eol/filter) may rewrite these files; the stamp was not written, the next build retries", root.display())]
     Verify {

@@ -61,8 +61,10 @@
 
 #![deny(missing_docs)]
 
+mod archs;
 mod cargo;
 mod checkout;
+mod compile;
 mod diff;
 mod env;
 mod error;
@@ -80,10 +82,13 @@ mod snapshot;
 mod stamp;
 mod state;
 mod sync;
+mod toolchain;
 mod untracked;
 
+pub use compile::{CompileReport, HipBuild, UnitReport};
 pub use error::{Error, Result};
 pub use manifest::Manifest;
 pub use options::{DEFAULT_AITER_URL, Prepare};
 pub use prepare::prepare_aiter;
 pub use report::{Action, Preparation, Reason, ReasonKind};
+pub use toolchain::HipToolchain;

@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod demo;
+mod hip;
 mod real;
 
 pub use demo::{DEMO_PATCHES, Demo, code_object as demo_code_object};
+pub use hip::HipProject;
 pub use real::{RealAiter, real_aiter};
 
 /// Runs `git` in `dir` with a fixed identity and no user or system config; returns stdout.
@@ -90,6 +92,25 @@ pub fn write(root: &Path, path: &str, content: impl AsRef<[u8]>) {
 /// Whether this run is in CI (`CI=true`), where missing tools and downloads fail the tests.
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Whether a HIP compiler is on `PATH` (or named by `HIPCC`). Outside CI a test without one
+/// says so and returns; in CI (`CI=true`) a missing compiler is a failure.
+pub fn hipcc_available() -> bool {
+    let found = std::env::var_os("HIPCC").is_some() || which_hipcc();
+    if !found {
+        assert!(
+            !in_ci(),
+            "CI: hipcc is required (apt-get install hipcc libamdhip64-dev rocm-device-libs)"
+        );
+        eprintln!("skipping: no hipcc (apt-get install hipcc libamdhip64-dev rocm-device-libs)");
+    }
+    found
+}
+
+fn which_hipcc() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("hipcc").is_file()))
 }
 
 /// The workspace's `target/qola-fixtures` directory (or `$CARGO_TARGET_DIR/qola-fixtures`).

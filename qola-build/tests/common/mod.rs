@@ -157,3 +157,18 @@ pub fn assert_action(p: &Preparation, action: Action) {
 pub fn tick() {
     std::thread::sleep(std::time::Duration::from_millis(20));
 }
+
+/// Whether this process is a child started by [`child`].
+pub fn is_child() -> bool {
+    std::env::var_os("QOLA_TEST_CHILD").is_some()
+}
+
+/// This test binary again, running only the test `name`, as a child process marked by
+/// `QOLA_TEST_CHILD=1` (for what needs its own environment or a kill).
+pub fn child(name: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(std::env::current_exe().expect("test binary"));
+    command
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env("QOLA_TEST_CHILD", "1");
+    command
+}

@@ -1,0 +1,147 @@
+//! GPU architectures: which ones to compile for, and whether the compiler supports them.
+//!
+//! The list comes from `QOLA_GPU_ARCHS` (`;` or `,` separated), then `GPU_ARCHS` (AITER's
+//! convention, `;` separated), then an explicit builder list, then the manifest's
+//! `[build] architectures`, then `native`: the GPUs of this machine as `rocm_agent_enumerator` or
+//! `rocminfo` report them. Each architecture is probed once per compiler (a tiny kernel compiled
+//! for it); the answer is kept in qola's cache, keyed by the compiler's identity.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::stamp::write_atomic;
+use crate::toolchain::HipToolchain;
+
+fn split(list: &str) -> Vec<String> {
+    list.split([';', ','])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// The architectures to compile for; `native` anywhere in a list is replaced by this machine's.
+pub(crate) fn resolve(env: &Env, explicit: &[String], manifest: &[String]) -> Result<Vec<String>> {
+    let mut list = match env.var("QOLA_GPU_ARCHS")? {
+        Some(v) => split(&v),
+        None => match env.var("GPU_ARCHS")? {
+            Some(v) => split(&v),
+            None if !explicit.is_empty() => explicit.to_vec(),
+            None if !manifest.is_empty() => manifest.to_vec(),
+            None => vec!["native".to_string()],
+        },
+    };
+    if list.iter().any(|a| a == "native") {
+        let found = native()?;
+        list.retain(|a| a != "native");
+        list.extend(found);
+    }
+    list.sort();
+    list.dedup();
+    Ok(list)
+}
+
+/// This machine's GPU architectures.
+fn native() -> Result<Vec<String>> {
+    let run = |program: &str| -> Option<String> {
+        let out = Command::new(program).output().ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let from_enumerator: Vec<String> = run("rocm_agent_enumerator")
+        .map(|text| {
+            text.lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("gfx") && *l != "gfx000")
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let found = if from_enumerator.is_empty() {
+        run("rocminfo")
+            .map(|text| {
+                text.lines()
+                    .filter_map(|l| l.trim().strip_prefix("Name:"))
+                    .map(str::trim)
+                    .filter(|n| n.starts_with("gfx") && *n != "gfx000")
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        from_enumerator
+    };
+    if found.is_empty() {
+        return Err(Error::NoGpuArch);
+    }
+    Ok(found)
+}
+
+/// Checks that `toolchain` can compile for each of `archs`; answers are cached under `cache`.
+/// `scratch` is a directory for the probe's files.
+pub(crate) fn validate(
+    toolchain: &HipToolchain,
+    archs: &[String],
+    cache: Option<&Path>,
+    scratch: &Path,
+) -> Result<()> {
+    for arch in archs {
+        let key = blake3::hash(format!("{}\0{arch}", toolchain.identity).as_bytes()).to_hex();
+        let record = cache.map(|c| c.join("probes").join(&key[..24]));
+        let known = record
+            .as_ref()
+            .and_then(|r| std::fs::read_to_string(r).ok());
+        let answer = match known {
+            Some(answer) => answer,
+            None => {
+                let answer = probe(toolchain, arch, scratch)?;
+                if let Some(record) = &record {
+                    write_atomic(record, answer.as_bytes())?;
+                }
+                answer
+            }
+        };
+        if let Some(stderr) = answer.strip_prefix("unsupported\n") {
+            return Err(Error::UnsupportedArch {
+                arch: arch.clone(),
+                compiler: toolchain.path.clone(),
+                version: toolchain.version(),
+                stderr: stderr.trim().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Compiles an empty kernel for `arch`: `ok`, or `unsupported` and the compiler's words.
+fn probe(toolchain: &HipToolchain, arch: &str, scratch: &Path) -> Result<String> {
+    std::fs::create_dir_all(scratch).map_err(crate::error::io_error("create", scratch))?;
+    let source = scratch.join("qola-arch-probe.hip");
+    write_atomic(
+        &source,
+        b"#include <hip/hip_runtime.h>\n__global__ void qola_arch_probe() {}\n",
+    )?;
+    let object = scratch.join(format!("qola-arch-probe-{arch}.o"));
+    let output = Command::new(&toolchain.path)
+        .args(["-x", "hip", &format!("--offload-arch={arch}"), "-c"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .map_err(|e| Error::HipCompilerUnusable {
+            path: toolchain.path.clone(),
+            why: format!("cannot run it: {e}"),
+        })?;
+    let _ = std::fs::remove_file(&object);
+    Ok(if output.status.success() {
+        "ok\n".to_string()
+    } else {
+        format!(
+            "unsupported\n{}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )
+    })
+}

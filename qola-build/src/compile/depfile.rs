@@ -1,0 +1,86 @@
+//! Make-style dependency files as clang writes them with `-MD -MF`: `target: dep dep \`,
+//! continuation lines, `\ ` for a space in a path, `$$` for `$`.
+
+use std::path::PathBuf;
+
+/// The prerequisites of every rule in `text`, in order, without duplicates.
+pub(crate) fn prerequisites(text: &str) -> Vec<PathBuf> {
+    let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
+    let mut out: Vec<PathBuf> = Vec::new();
+    for line in joined.lines() {
+        let Some(colon) = find_rule_colon(line) else {
+            continue;
+        };
+        for word in words(&line[colon + 1..]) {
+            let path = PathBuf::from(word);
+            if !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// The `:` that ends a rule's targets (a `:` followed by a space or the end of the line).
+fn find_rule_colon(line: &str) -> Option<usize> {
+    let bytes = line.as_bytes();
+    (0..bytes.len()).find(|&i| {
+        bytes[i] == b':' && (i + 1 == bytes.len() || bytes[i + 1] == b' ' || bytes[i + 1] == b'\t')
+    })
+}
+
+/// Splits on unescaped whitespace and undoes the escapes.
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if matches!(chars.peek(), Some(' ') | Some('#') | Some('\\')) => {
+                word.push(chars.next().expect("peeked"));
+            }
+            '$' if chars.peek() == Some(&'$') => {
+                chars.next();
+                word.push('$');
+            }
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continuation_lines_and_escapes_are_read() {
+        let text = "/tmp/o/a.o: /src/a.hip \\\n  /src/inc/with\\ space.h /src/x$$y.h \\\n  /usr/include/stdio.h\n";
+        assert_eq!(
+            prerequisites(text),
+            vec![
+                PathBuf::from("/src/a.hip"),
+                PathBuf::from("/src/inc/with space.h"),
+                PathBuf::from("/src/x$y.h"),
+                PathBuf::from("/usr/include/stdio.h"),
+            ]
+        );
+    }
+
+    #[test]
+    fn phony_rules_add_nothing_new() {
+        let text = "a.o: a.hip b.h\nb.h:\n";
+        assert_eq!(
+            prerequisites(text),
+            vec![PathBuf::from("a.hip"), PathBuf::from("b.h")]
+        );
+    }
+}

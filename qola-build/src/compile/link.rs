@@ -1,0 +1,115 @@
+//! Linking the objects into a static library that exports only the named C API.
+//!
+//! HIP kernel symbols keep default visibility even under `-fvisibility=hidden`, and hidden
+//! symbols are still global in a static archive. So the objects are first linked into one
+//! relocatable object (`ld -r`), every defined global symbol but the exported ones is made local
+//! (`objcopy --keep-global-symbols`), and that object is archived with `cc`. The library is only
+//! rewritten when its inputs changed, so an unchanged build does not make rustc relink.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result, io_error};
+use crate::git_cli::shell_quote;
+use crate::stamp::write_atomic;
+
+/// Runs a link tool, turning a failure into [`Error::Link`].
+fn run(program: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
+    let shown = std::iter::once(program.as_os_str())
+        .chain(args.iter().copied())
+        .map(|a| shell_quote(&a.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| Error::Link {
+            command: shown.clone(),
+            stderr: e.to_string(),
+        })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(Error::Link {
+        command: shown,
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+    })
+}
+
+fn tool(names: &[&str]) -> Result<PathBuf> {
+    names
+        .iter()
+        .find_map(|n| which::which(n).ok())
+        .ok_or_else(|| Error::Link {
+            command: names.join(" or "),
+            stderr: "not found on PATH; install binutils (`apt-get install binutils`)".to_string(),
+        })
+}
+
+/// What [`link`] produced.
+pub(crate) struct Linked {
+    /// The archive.
+    pub library: PathBuf,
+    /// Whether it was written by this call (`false`: it already had these inputs).
+    pub written: bool,
+}
+
+/// Links `objects` (cache keys given in `keys`) into `<out_dir>/lib<name>.a`, exporting only
+/// `exported` when it is not empty. Prints cc's `rustc-link-lib` directives when `cargo_metadata`.
+pub(crate) fn link(
+    name: &str,
+    objects: &[PathBuf],
+    keys: &[String],
+    exported: &[String],
+    out_dir: &Path,
+    target: &str,
+    cargo_metadata: bool,
+) -> Result<Linked> {
+    let library = out_dir.join(format!("lib{name}.a"));
+    let stamp = out_dir.join(format!("lib{name}.inputs"));
+    let inputs = format!("{}\n--\n{}\n", keys.join("\n"), exported.join("\n"));
+    let unchanged = library.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == inputs);
+    if unchanged {
+        if cargo_metadata {
+            println!("cargo:rustc-link-search=native={}", out_dir.display());
+            println!("cargo:rustc-link-lib=static={name}");
+        }
+        return Ok(Linked {
+            library,
+            written: false,
+        });
+    }
+    let combined = out_dir.join(format!("{name}.combined.o"));
+    let mut args: Vec<&std::ffi::OsStr> = vec!["-r".as_ref(), "-o".as_ref(), combined.as_os_str()];
+    args.extend(objects.iter().map(|o| o.as_os_str()));
+    run(&tool(&["ld", "ld.lld"])?, &args)?;
+    if !exported.is_empty() {
+        let list = out_dir.join(format!("{name}.exports"));
+        std::fs::write(&list, format!("{}\n", exported.join("\n")))
+            .map_err(io_error("write", &list))?;
+        let keep = format!("--keep-global-symbols={}", list.display());
+        run(
+            &tool(&["objcopy", "llvm-objcopy"])?,
+            &[keep.as_ref(), combined.as_os_str()],
+        )?;
+    }
+    cc::Build::new()
+        .out_dir(out_dir)
+        .target(target)
+        .host(target)
+        .opt_level(3)
+        .debug(false)
+        .cargo_metadata(cargo_metadata)
+        .cargo_warnings(false)
+        .object(&combined)
+        .try_compile(name)
+        .map_err(|e| Error::Link {
+            command: format!("ar (through cc) for lib{name}.a"),
+            stderr: e.to_string(),
+        })?;
+    write_atomic(&stamp, inputs.as_bytes())?;
+    Ok(Linked {
+        library,
+        written: true,
+    })
+}

@@ -1,0 +1,492 @@
+//! Compiling HIP sources incrementally: [`HipBuild`].
+//!
+//! 1. The compiler is found and identified ([`crate::toolchain`]), the architectures resolved
+//!    and probed ([`crate::archs`]).
+//! 2. `cc` builds the compile command (`-x hip -fPIC --offload-arch=...`, include directories,
+//!    defines, flags, the `CXXFLAGS` conventions); qola adds `-MD -MF` for a depfile per object.
+//! 3. Each translation unit is looked up in the content-addressed object cache (see
+//!    `object_cache`); only units whose key changed are compiled, in parallel within Cargo's
+//!    jobserver budget, each wrapped by `QOLA_COMPILER_LAUNCHER` (ccache, sccache) when set.
+//! 4. The objects are linked into a static library exporting only the C API (see `link`), plus
+//!    `amdhip64`.
+//! 5. Inside a build script: `rerun-if-changed` for every source and every header the depfiles
+//!    list, `rerun-if-env-changed` for every variable read; a log in `OUT_DIR`
+//!    (`qola-compile.log`, a line per unit) and one `cargo:warning` summary when something
+//!    compiled. A failed compile reports its exact command and the compiler's stderr, and writes
+//!    `repro.sh` next to the log.
+
+mod depfile;
+mod jobs;
+mod link;
+mod object_cache;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::archs;
+use crate::cargo::Directives;
+use crate::env::Env;
+use crate::error::{Error, Result, io_error};
+use crate::git_cli::shell_quote;
+use crate::options::cache_dir;
+use crate::stamp::write_atomic;
+use crate::toolchain::HipToolchain;
+use object_cache::{ObjectCache, unit_id};
+
+/// An incremental HIP library build (see the module docs).
+///
+/// ```no_run
+/// // build.rs
+/// let report = qola_build::HipBuild::new()
+///     .files(["kernels/fwd.hip", "kernels/api.hip"])
+///     .include("kernels/include")
+///     .flag("-std=c++17")
+///     .export("my_api_fn")
+///     .try_compile("my_kernels")
+///     .unwrap_or_else(|e| panic!("{e}"));
+/// println!("cargo:warning={} of {} units compiled", report.compiled(), report.units.len());
+/// ```
+#[derive(Debug, Clone)]
+pub struct HipBuild {
+    files: Vec<PathBuf>,
+    includes: Vec<PathBuf>,
+    defines: Vec<(String, Option<String>)>,
+    flags: Vec<String>,
+    archs: Vec<String>,
+    manifest_archs: Vec<String>,
+    compiler: Option<PathBuf>,
+    launcher: Option<String>,
+    cache_dir: Option<PathBuf>,
+    out_dir: Option<PathBuf>,
+    exported: Vec<String>,
+    jobs: Option<usize>,
+    cargo_metadata: bool,
+}
+
+impl Default for HipBuild {
+    fn default() -> Self {
+        HipBuild::new()
+    }
+}
+
+/// One translation unit of a finished build.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct UnitReport {
+    /// The source file.
+    pub source: PathBuf,
+    /// Its object in the cache.
+    pub object: PathBuf,
+    /// Compiled by this build (`false`: taken from the cache).
+    pub compiled: bool,
+    /// Time spent compiling it.
+    pub elapsed: Duration,
+    /// The headers its depfile listed.
+    pub headers: Vec<PathBuf>,
+}
+
+/// What [`HipBuild::try_compile`] did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CompileReport {
+    /// Every unit, in the order the files were given.
+    pub units: Vec<UnitReport>,
+    /// The static library.
+    pub library: PathBuf,
+    /// Whether the library file was written (`false`: its inputs were unchanged).
+    pub library_written: bool,
+    /// The architectures compiled for.
+    pub archs: Vec<String>,
+    /// The compiler.
+    pub toolchain: HipToolchain,
+    /// The per-unit log.
+    pub log: PathBuf,
+    /// Wall time of the whole build.
+    pub elapsed: Duration,
+}
+
+impl CompileReport {
+    /// How many units this build compiled.
+    pub fn compiled(&self) -> usize {
+        self.units.iter().filter(|u| u.compiled).count()
+    }
+}
+
+impl HipBuild {
+    /// An empty build; Cargo directives on.
+    pub fn new() -> HipBuild {
+        HipBuild {
+            files: Vec::new(),
+            includes: Vec::new(),
+            defines: Vec::new(),
+            flags: Vec::new(),
+            archs: Vec::new(),
+            manifest_archs: Vec::new(),
+            compiler: None,
+            launcher: None,
+            cache_dir: None,
+            out_dir: None,
+            exported: Vec::new(),
+            jobs: None,
+            cargo_metadata: true,
+        }
+    }
+
+    /// Adds a source file.
+    pub fn file(&mut self, path: impl AsRef<Path>) -> &mut HipBuild {
+        self.files.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Adds source files.
+    pub fn files<P: AsRef<Path>>(&mut self, paths: impl IntoIterator<Item = P>) -> &mut HipBuild {
+        for path in paths {
+            self.file(path);
+        }
+        self
+    }
+
+    /// Adds an include directory.
+    pub fn include(&mut self, dir: impl AsRef<Path>) -> &mut HipBuild {
+        self.includes.push(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Adds `-D name[=value]`.
+    pub fn define(&mut self, name: &str, value: Option<&str>) -> &mut HipBuild {
+        self.defines
+            .push((name.to_string(), value.map(String::from)));
+        self
+    }
+
+    /// Adds a compiler flag.
+    pub fn flag(&mut self, flag: &str) -> &mut HipBuild {
+        self.flags.push(flag.to_string());
+        self
+    }
+
+    /// Adds a GPU architecture (used when neither `QOLA_GPU_ARCHS` nor `GPU_ARCHS` is set).
+    pub fn arch(&mut self, arch: &str) -> &mut HipBuild {
+        self.archs.push(arch.to_string());
+        self
+    }
+
+    /// The manifest's `[build] architectures` (used after explicit ones, before `native`).
+    pub fn manifest_archs(&mut self, archs: &[String]) -> &mut HipBuild {
+        self.manifest_archs = archs.to_vec();
+        self
+    }
+
+    /// The HIP compiler (over `HIPCC` and the search).
+    pub fn compiler(&mut self, path: impl AsRef<Path>) -> &mut HipBuild {
+        self.compiler = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// A compiler launcher such as `ccache` (over `QOLA_COMPILER_LAUNCHER`).
+    pub fn launcher(&mut self, launcher: &str) -> &mut HipBuild {
+        self.launcher = Some(launcher.to_string());
+        self
+    }
+
+    /// qola's cache directory (over `QOLA_CACHE_DIR`); objects live in `<cache>/hip`.
+    pub fn cache_dir(&mut self, dir: impl AsRef<Path>) -> &mut HipBuild {
+        self.cache_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Where the library and the log go (over `OUT_DIR`).
+    pub fn out_dir(&mut self, dir: impl AsRef<Path>) -> &mut HipBuild {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// A symbol the library exports; once one is named, every other symbol is made local.
+    pub fn export(&mut self, symbol: &str) -> &mut HipBuild {
+        self.exported.push(symbol.to_string());
+        self
+    }
+
+    /// At most this many compiles at once (over `NUM_JOBS` and the CPU count).
+    pub fn jobs(&mut self, jobs: usize) -> &mut HipBuild {
+        self.jobs = Some(jobs);
+        self
+    }
+
+    /// Print Cargo directives (on by default, for build scripts).
+    pub fn cargo_metadata(&mut self, on: bool) -> &mut HipBuild {
+        self.cargo_metadata = on;
+        self
+    }
+
+    /// Compiles what changed and links `lib<name>.a` (see the module docs).
+    pub fn try_compile(&self, name: &str) -> Result<CompileReport> {
+        let start = Instant::now();
+        let directives = Directives::new(self.cargo_metadata);
+        let env = Env::new(&directives);
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => env
+                .var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or(Error::NoOutDir)?,
+        };
+        std::fs::create_dir_all(&out_dir).map_err(io_error("create", &out_dir))?;
+        let cache = match &self.cache_dir {
+            Some(dir) => dir.clone(),
+            None => cache_dir(&env).ok_or(Error::NoCacheDir)?,
+        };
+        let toolchain = match &self.compiler {
+            Some(path) => HipToolchain::identify(path)?,
+            None => HipToolchain::find(&env)?,
+        };
+        let archs = archs::resolve(&env, &self.archs, &self.manifest_archs)?;
+        archs::validate(
+            &toolchain,
+            &archs,
+            Some(&cache),
+            &out_dir.join("qola-probe"),
+        )?;
+        let launcher: Vec<String> = match &self.launcher {
+            Some(l) => l.split_whitespace().map(String::from).collect(),
+            None => env
+                .var("QOLA_COMPILER_LAUNCHER")?
+                .map(|l| l.split_whitespace().map(String::from).collect())
+                .unwrap_or_default(),
+        };
+        let target = host_triple();
+        for var in ["CXXFLAGS", "HOST_CXXFLAGS", "TARGET_CXXFLAGS"] {
+            directives.rerun_if_env_changed(var);
+        }
+        directives.rerun_if_env_changed(&format!("CXXFLAGS_{target}"));
+        directives.rerun_if_env_changed(&format!("CXXFLAGS_{}", target.replace('-', "_")));
+        let args = self.base_args(&toolchain, &archs, &out_dir, &target)?;
+        let limit = self
+            .jobs
+            .or_else(|| {
+                env.var("NUM_JOBS")
+                    .ok()
+                    .flatten()
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+
+        let mut objects = ObjectCache::new(cache.join("hip"));
+        let mut units = Vec::new();
+        let mut jobs_to_run = Vec::new();
+        let mut scratch = Vec::new();
+        for (index, file) in self.files.iter().enumerate() {
+            let source = std::path::absolute(file).map_err(io_error("locate", file))?;
+            let id = unit_id(&toolchain.identity, &args, &source);
+            match objects.lookup(&id, &source) {
+                Some((key, headers)) => units.push(UnitReport {
+                    object: objects.object_path(&key),
+                    source,
+                    compiled: false,
+                    elapsed: Duration::ZERO,
+                    headers,
+                }),
+                None => {
+                    let object = objects.scratch(&id, "o")?;
+                    let depfile = objects.scratch(&id, "d")?;
+                    let mut argv = launcher.clone();
+                    argv.extend(args.iter().cloned());
+                    argv.extend(["-MD".to_string(), "-MF".to_string()]);
+                    argv.push(depfile.to_string_lossy().into_owned());
+                    argv.extend(["-o".to_string(), object.to_string_lossy().into_owned()]);
+                    argv.extend(["-c".to_string(), source.to_string_lossy().into_owned()]);
+                    jobs_to_run.push(jobs::Job { unit: index, argv });
+                    scratch.push((index, id, object, depfile));
+                    units.push(UnitReport {
+                        object: PathBuf::new(),
+                        source,
+                        compiled: true,
+                        elapsed: Duration::ZERO,
+                        headers: Vec::new(),
+                    });
+                }
+            }
+        }
+        let argv_of: Vec<(usize, Vec<String>)> = jobs_to_run
+            .iter()
+            .map(|j| (j.unit, j.argv.clone()))
+            .collect();
+        let outcomes = jobs::run_all(jobs_to_run, limit);
+        let log = out_dir.join("qola-compile.log");
+        if let Some(failed) = outcomes.iter().find(|o| o.failure.is_some()) {
+            for (_, _, object, depfile) in &scratch {
+                let _ = std::fs::remove_file(object);
+                let _ = std::fs::remove_file(depfile);
+            }
+            let (code, stderr) = failed.failure.clone().expect("a failure");
+            let argv = &argv_of
+                .iter()
+                .find(|(u, _)| *u == failed.unit)
+                .expect("the failed job's command")
+                .1;
+            let command = argv
+                .iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let repro = out_dir.join("repro.sh");
+            write_atomic(
+                &repro,
+                format!(
+                    "#!/bin/sh\n# qola: the compile that failed ({}).\ncd {} && {}\n",
+                    units[failed.unit].source.display(),
+                    shell_quote(&cwd.to_string_lossy()),
+                    command
+                )
+                .as_bytes(),
+            )?;
+            return Err(Error::Compile {
+                source_file: units[failed.unit].source.clone(),
+                command,
+                status: code,
+                stderr: stderr.trim().to_string(),
+                repro,
+            });
+        }
+        for outcome in &outcomes {
+            let (_, id, object, depfile) = scratch
+                .iter()
+                .find(|(u, ..)| *u == outcome.unit)
+                .expect("a scratch entry per job");
+            let unit = &mut units[outcome.unit];
+            let deps =
+                std::fs::read_to_string(depfile).map_err(io_error("read the depfile", depfile))?;
+            let _ = std::fs::remove_file(depfile);
+            let headers: Vec<PathBuf> = depfile::prerequisites(&deps)
+                .into_iter()
+                .filter(|p| *p != unit.source)
+                .collect();
+            let key = objects.install(id, &unit.source, headers.clone(), object)?;
+            unit.object = objects.object_path(&key);
+            unit.headers = headers;
+            unit.elapsed = outcome.elapsed;
+        }
+
+        let object_paths: Vec<PathBuf> = units.iter().map(|u| u.object.clone()).collect();
+        let keys: Vec<String> = object_paths
+            .iter()
+            .map(|p| {
+                p.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let linked = link::link(
+            name,
+            &object_paths,
+            &keys,
+            &self.exported,
+            &out_dir,
+            &target,
+            self.cargo_metadata,
+        )?;
+        if self.cargo_metadata {
+            if let Some(dir) = &toolchain.lib_dir {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+            }
+            println!("cargo:rustc-link-lib=dylib=amdhip64");
+        }
+        for unit in &units {
+            directives.rerun_if_changed(&unit.source);
+            for header in &unit.headers {
+                directives.rerun_if_changed(header);
+            }
+        }
+        let mut text = String::new();
+        for unit in &units {
+            let _ = writeln!(
+                text,
+                "{:8} {:7.2}s {}",
+                if unit.compiled { "compiled" } else { "cached" },
+                unit.elapsed.as_secs_f64(),
+                unit.source.display()
+            );
+        }
+        write_atomic(&log, text.as_bytes())?;
+        let report = CompileReport {
+            units,
+            library: linked.library,
+            library_written: linked.written,
+            archs,
+            toolchain,
+            log,
+            elapsed: start.elapsed(),
+        };
+        let compiled = report.compiled();
+        if compiled > 0 {
+            directives.warning(&format!(
+                "qola: compiled {compiled} of {} HIP units for {} in {:.1}s ({}; log: {})",
+                report.units.len(),
+                report.archs.join(","),
+                report.elapsed.as_secs_f64(),
+                report.toolchain.version(),
+                report.log.display()
+            ));
+        }
+        Ok(report)
+    }
+
+    /// The compile command's program and arguments without output and source, built by `cc`.
+    fn base_args(
+        &self,
+        toolchain: &HipToolchain,
+        archs: &[String],
+        out_dir: &Path,
+        target: &str,
+    ) -> Result<Vec<String>> {
+        let mut build = cc::Build::new();
+        build
+            .compiler(&toolchain.path)
+            .no_default_flags(true)
+            .warnings(false)
+            .extra_warnings(false)
+            .cargo_metadata(false)
+            .cargo_warnings(false)
+            .out_dir(out_dir)
+            .target(target)
+            .host(target)
+            .opt_level(3)
+            .debug(false)
+            .flag("-x")
+            .flag("hip")
+            .flag("-fPIC")
+            .flag("-O3");
+        for arch in archs {
+            build.flag(format!("--offload-arch={arch}"));
+        }
+        for dir in &self.includes {
+            build.include(std::path::absolute(dir).map_err(io_error("locate", dir))?);
+        }
+        for (name, value) in &self.defines {
+            build.define(name, value.as_deref());
+        }
+        for flag in &self.flags {
+            build.flag(flag);
+        }
+        let tool = build
+            .try_get_compiler()
+            .map_err(|e| Error::HipCompilerUnusable {
+                path: toolchain.path.clone(),
+                why: format!("cc cannot build a command for it: {e}"),
+            })?;
+        let mut args = vec![tool.path().to_string_lossy().into_owned()];
+        args.extend(tool.args().iter().map(|a| a.to_string_lossy().into_owned()));
+        Ok(args)
+    }
+}
+
+/// The triple `cc` is told to build for: this machine (HIP host code runs where the GPU is).
+fn host_triple() -> String {
+    format!(
+        "{}-unknown-{}-gnu",
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    )
+}

@@ -1,0 +1,148 @@
+//! The HIP compiler: where it is, what it is, and its identity for cache keys.
+//!
+//! Looked up in this order: `HIPCC`, `$ROCM_PATH/bin/hipcc`, `$HIP_PATH/bin/hipcc`, `hipcc` on
+//! `PATH`, `/opt/rocm/bin/hipcc`. `HIPCC` may name a clang (`clang++`, `amdclang++`): hipcc is
+//! being retired upstream, and every compile passes `-x hip` anyway. The identity is the resolved
+//! path plus the `--version` output (HIP and clang versions): a compiler upgrade changes every
+//! cache key.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+
+/// Where a ROCm install keeps hipcc by default.
+const OPT_ROCM_HIPCC: &str = "/opt/rocm/bin/hipcc";
+
+/// A HIP compiler, found and identified.
+#[derive(Debug, Clone)]
+pub struct HipToolchain {
+    /// The compiler as found (what commands run).
+    pub path: PathBuf,
+    /// `hipcc`, or a clang driver given in `HIPCC`.
+    pub is_clang: bool,
+    /// `HIP version: ...` from `--version`, when it says.
+    pub hip_version: Option<String>,
+    /// The clang version line from `--version`.
+    pub clang_version: Option<String>,
+    /// The library directory holding `libamdhip64`, when known.
+    pub lib_dir: Option<PathBuf>,
+    /// blake3 over the resolved path and the full `--version` output.
+    pub identity: String,
+}
+
+impl HipToolchain {
+    /// Finds and identifies the compiler, reading the environment through `env`.
+    pub(crate) fn find(env: &Env) -> Result<HipToolchain> {
+        let mut looked = Vec::new();
+        if let Some(hipcc) = env.var_os("HIPCC") {
+            let given = PathBuf::from(&hipcc);
+            let path = if given.components().count() > 1 {
+                given.clone()
+            } else {
+                which::which_in(&given, env.var_os("PATH"), ".").unwrap_or(given.clone())
+            };
+            if path.is_file() {
+                return HipToolchain::identify(&path);
+            }
+            looked.push(format!("HIPCC={}", given.display()));
+            return Err(Error::NoHipCompiler { looked });
+        }
+        for var in ["ROCM_PATH", "HIP_PATH"] {
+            if let Some(dir) = env.var_os(var) {
+                let path = PathBuf::from(dir).join("bin").join("hipcc");
+                if path.is_file() {
+                    return HipToolchain::identify(&path);
+                }
+                looked.push(format!("${var}/bin/hipcc = {}", path.display()));
+            }
+        }
+        match which::which_in("hipcc", env.var_os("PATH"), ".") {
+            Ok(path) => return HipToolchain::identify(&path),
+            Err(_) => looked.push("hipcc on PATH".to_string()),
+        }
+        if Path::new(OPT_ROCM_HIPCC).is_file() {
+            return HipToolchain::identify(Path::new(OPT_ROCM_HIPCC));
+        }
+        looked.push(OPT_ROCM_HIPCC.to_string());
+        Err(Error::NoHipCompiler { looked })
+    }
+
+    /// Runs `--version` and records what it says.
+    pub(crate) fn identify(path: &Path) -> Result<HipToolchain> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let is_clang = name.contains("clang");
+        let mut command = Command::new(path);
+        command.arg("--version");
+        if !is_clang {
+            // Without an architecture hipcc asks rocm_agent_enumerator for the GPU: slow, and
+            // noisy on machines without one.
+            command.arg("--offload-arch=gfx90a");
+        }
+        let output = command.output().map_err(|e| Error::HipCompilerUnusable {
+            path: path.to_path_buf(),
+            why: format!("cannot run `{} --version`: {e}", path.display()),
+        })?;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        if !output.status.success() || text.trim().is_empty() {
+            return Err(Error::HipCompilerUnusable {
+                path: path.to_path_buf(),
+                why: format!(
+                    "`{} --version` failed: {}",
+                    path.display(),
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ),
+            });
+        }
+        let line_with = |needle: &str| {
+            text.lines()
+                .find(|l| l.contains(needle))
+                .map(|l| l.trim().to_string())
+        };
+        let hip_version = line_with("HIP version:")
+            .map(|l| l.trim_start_matches("HIP version:").trim().to_string());
+        let clang_version = line_with("clang version");
+        let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(resolved.as_os_str().as_encoded_bytes());
+        hasher.update(b"\0");
+        hasher.update(text.as_bytes());
+        Ok(HipToolchain {
+            lib_dir: lib_dir(&resolved),
+            path: path.to_path_buf(),
+            is_clang,
+            hip_version,
+            clang_version,
+            identity: hasher.finalize().to_hex().to_string(),
+        })
+    }
+
+    /// `HIP 5.2.21153-0, Debian clang version 15.0.6`, for messages.
+    pub fn version(&self) -> String {
+        match (&self.hip_version, &self.clang_version) {
+            (Some(h), Some(c)) => format!("HIP {h}, {c}"),
+            (Some(h), None) => format!("HIP {h}"),
+            (None, Some(c)) => c.clone(),
+            (None, None) => "unknown version".to_string(),
+        }
+    }
+}
+
+/// Where `libamdhip64` lives for a compiler at `resolved`: `<prefix>/lib` of a ROCm install when
+/// it holds the library; `None` for a system install (the linker's default paths find it).
+fn lib_dir(resolved: &Path) -> Option<PathBuf> {
+    let prefix = resolved.parent()?.parent()?;
+    let lib = prefix.join("lib");
+    let has_hip = std::fs::read_dir(&lib)
+        .map(|mut entries| {
+            entries.any(|e| {
+                e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libamdhip64"))
+            })
+        })
+        .unwrap_or(false);
+    has_hip.then_some(lib)
+}

@@ -1,0 +1,370 @@
+//! The HIP compile pipeline with a real hipcc (Debian's, for gfx90a).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use qola_build::{CompileReport, HipBuild};
+use qola_tests::{HipProject, hipcc_available};
+
+struct Setup {
+    tmp: tempfile::TempDir,
+    project: HipProject,
+}
+
+fn setup() -> Option<Setup> {
+    if !hipcc_available() {
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let project = HipProject::create(&tmp.path().join("src"));
+    Some(Setup { tmp, project })
+}
+
+impl Setup {
+    fn build(&self) -> HipBuild {
+        let mut b = HipBuild::new();
+        b.files(&self.project.sources)
+            .include(&self.project.include)
+            .arch("gfx90a")
+            .cache_dir(self.tmp.path().join("cache"))
+            .out_dir(self.tmp.path().join("out"))
+            .export("qola_a")
+            .export("qola_b")
+            .export("qola_c")
+            .cargo_metadata(false);
+        b
+    }
+
+    fn compile(&self) -> CompileReport {
+        self.build()
+            .try_compile("demo")
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+fn compiled(report: &CompileReport) -> Vec<String> {
+    report
+        .units
+        .iter()
+        .filter(|u| u.compiled)
+        .map(|u| u.source.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn second_build_compiles_nothing() {
+    let Some(s) = setup() else { return };
+    let first = s.compile();
+    assert_eq!(compiled(&first), ["a.hip", "b.hip", "c.hip"]);
+    let second = s.compile();
+    assert!(compiled(&second).is_empty());
+    assert!(!second.library_written);
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from}", path.display());
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+#[test]
+fn editing_one_source_recompiles_that_unit_and_a_touch_recompiles_nothing() {
+    let Some(s) = setup() else { return };
+    s.compile();
+    common::touch(&s.project.sources[1]);
+    assert!(compiled(&s.compile()).is_empty());
+    edit(
+        &s.project.sources[1],
+        "x[i] * SHARED_SCALE",
+        "x[i] * SHARED_SCALE * 1.5f",
+    );
+    let report = s.compile();
+    assert_eq!(compiled(&report), ["b.hip"]);
+    assert!(report.library_written);
+}
+
+#[test]
+fn editing_a_header_recompiles_exactly_its_dependents() {
+    let Some(s) = setup() else { return };
+    s.compile();
+    edit(&s.project.include.join("only_c.h"), "3.0f", "4.0f");
+    assert_eq!(compiled(&s.compile()), ["c.hip"]);
+    edit(&s.project.include.join("shared.h"), "2.0f", "3.0f");
+    assert_eq!(compiled(&s.compile()), ["a.hip", "b.hip", "c.hip"]);
+}
+
+#[test]
+fn rewriting_every_file_with_the_same_content_recompiles_nothing() {
+    let Some(s) = setup() else { return };
+    s.compile();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let headers = [
+        s.project.include.join("shared.h"),
+        s.project.include.join("only_c.h"),
+    ];
+    for path in s.project.sources.iter().chain(headers.iter()) {
+        let bytes = std::fs::read(path).unwrap();
+        std::fs::remove_file(path).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    assert!(compiled(&s.compile()).is_empty());
+}
+
+#[test]
+fn a_change_switched_on_off_and_on_compiles_nothing_the_third_time() {
+    let Some(s) = setup() else { return };
+    s.compile();
+    let header = s.project.include.join("shared.h");
+    edit(&header, "2.0f", "5.0f");
+    assert_eq!(compiled(&s.compile()).len(), 3);
+    edit(&header, "5.0f", "2.0f");
+    assert!(
+        compiled(&s.compile()).is_empty(),
+        "off again: the first objects are back"
+    );
+    edit(&header, "2.0f", "5.0f");
+    assert!(
+        compiled(&s.compile()).is_empty(),
+        "on again: the second objects are back"
+    );
+}
+
+#[test]
+fn the_library_exports_only_the_named_c_api() {
+    let Some(s) = setup() else { return };
+    let report = s.compile();
+    let out = std::process::Command::new("nm")
+        .args(["-g", "--defined-only"])
+        .arg(&report.library)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut exported: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    exported.sort();
+    assert_eq!(exported, ["qola_a", "qola_b", "qola_c"], "{text}");
+}
+
+#[test]
+fn a_failed_compile_shows_the_command_and_stderr_and_writes_repro_sh() {
+    let Some(s) = setup() else { return };
+    edit(
+        &s.project.sources[2],
+        "int i =",
+        "int i = undeclared_thing +",
+    );
+    let e = s.build().try_compile("demo").unwrap_err();
+    let qola_build::Error::Compile {
+        command,
+        stderr,
+        repro,
+        ..
+    } = &e
+    else {
+        panic!("{e}")
+    };
+    assert!(
+        command.contains("c.hip") && command.contains("--offload-arch=gfx90a"),
+        "{command}"
+    );
+    assert!(stderr.contains("undeclared_thing"), "{stderr}");
+    let rerun = std::process::Command::new("sh")
+        .arg(repro)
+        .output()
+        .unwrap();
+    assert!(!rerun.status.success());
+    assert!(String::from_utf8_lossy(&rerun.stderr).contains("undeclared_thing"));
+    let message = e.to_string();
+    assert!(
+        message.contains("repro.sh") && message.contains("undeclared_thing"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_unsupported_arch_names_the_compiler_and_its_version() {
+    let Some(s) = setup() else { return };
+    let mut build = s.build();
+    build.arch("gfx1");
+    let e = build.try_compile("demo").unwrap_err();
+    assert!(
+        matches!(e, qola_build::Error::UnsupportedArch { .. }),
+        "{e}"
+    );
+    let message = e.to_string();
+    assert!(
+        message.contains("gfx1") && message.contains("hipcc") && message.contains("HIP "),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_unit_log_lists_cached_and_compiled_units() {
+    let Some(s) = setup() else { return };
+    s.compile();
+    edit(
+        &s.project.sources[0],
+        "SHARED_SCALE +",
+        "SHARED_SCALE - 1.0f +",
+    );
+    let report = s.compile();
+    let log = std::fs::read_to_string(&report.log).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(
+        lines[0].starts_with("compiled") && lines[0].ends_with("a.hip"),
+        "{log}"
+    );
+    assert!(
+        lines[1].starts_with("cached") && lines[2].starts_with("cached"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_launcher_wraps_every_compile_and_ccache_answers_a_second_cache() {
+    let Some(s) = setup() else { return };
+    if which_ccache().is_none() {
+        assert!(!qola_tests::in_ci(), "CI: ccache is required");
+        return;
+    }
+    let ccache_dir = s.tmp.path().join("ccache");
+    // SAFETY of env: ccache reads CCACHE_DIR from the compile's environment; set it for the
+    // launcher through a wrapper script instead of this process's environment.
+    let wrapper = s.tmp.path().join("ccache-here");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nCCACHE_DIR={} exec ccache \"$@\"\n",
+            ccache_dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut build = s.build();
+    build.launcher(&wrapper.to_string_lossy());
+    assert_eq!(compiled(&build.try_compile("demo").unwrap()).len(), 3);
+    let stats = |dir: &Path| {
+        let out = std::process::Command::new("ccache")
+            .env("CCACHE_DIR", dir)
+            .args(["--print-stats"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let count = |text: &str, key: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}\t")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let first = stats(&ccache_dir);
+    assert_eq!(count(&first, "cache_miss"), 3, "{first}");
+    // A second qola cache (another workspace): every unit comes from ccache.
+    build
+        .cache_dir(s.tmp.path().join("cache2"))
+        .out_dir(s.tmp.path().join("out2"));
+    assert_eq!(compiled(&build.try_compile("demo").unwrap()).len(), 3);
+    let second = stats(&ccache_dir);
+    assert_eq!(count(&second, "local_storage_hit"), 3, "{second}");
+    assert_eq!(count(&second, "cache_miss"), 3, "no new misses: {second}");
+}
+
+fn which_ccache() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("ccache"))
+            .find(|p| p.is_file())
+    })
+}
+
+#[test]
+fn a_missing_compiler_says_where_it_looked_and_how_to_install_one() {
+    if common::is_child() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = HipBuild::new()
+            .file("k.hip")
+            .cache_dir(tmp.path().join("cache"))
+            .out_dir(tmp.path().join("out"))
+            .cargo_metadata(false)
+            .try_compile("k")
+            .unwrap_err();
+        println!("ERROR: {e}");
+        return;
+    }
+    let out = common::child("a_missing_compiler_says_where_it_looked_and_how_to_install_one")
+        .env("PATH", "/nonexistent")
+        .env_remove("HIPCC")
+        .env_remove("ROCM_PATH")
+        .env_remove("HIP_PATH")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "ERROR: no HIP compiler found",
+        "hipcc on PATH",
+        "/opt/rocm/bin/hipcc",
+        "HIPCC",
+        "ROCM_PATH",
+        "apt-get install hipcc libamdhip64-dev rocm-device-libs",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+#[test]
+fn a_killed_build_leaves_no_corrupt_entry() {
+    if common::is_child() {
+        let dir = PathBuf::from(std::env::var_os("QOLA_TEST_DIR").unwrap());
+        let project = HipProject::create(&dir.join("src"));
+        HipBuild::new()
+            .files(&project.sources)
+            .include(&project.include)
+            .arch("gfx90a")
+            .cache_dir(dir.join("cache"))
+            .out_dir(dir.join("out-child"))
+            .jobs(1)
+            .cargo_metadata(false)
+            .try_compile("demo")
+            .unwrap();
+        return;
+    }
+    let Some(s) = setup() else { return };
+    // One unit at a time (~2 s each): a kill at 3 s lands inside a compile, after an install.
+    let mut running = common::child("a_killed_build_leaves_no_corrupt_entry")
+        .env("QOLA_TEST_DIR", s.tmp.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    running.kill().unwrap();
+    running.wait().unwrap();
+    let objects = s.tmp.path().join("cache/hip/objects");
+    let installed: Vec<PathBuf> = std::fs::read_dir(&objects)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        installed.len() < 3,
+        "the kill came too late to test anything: {installed:?}"
+    );
+    for object in &installed {
+        assert!(
+            std::fs::read(object).unwrap().starts_with(b"\x7fELF"),
+            "{}",
+            object.display()
+        );
+    }
+    let report = s.compile();
+    assert_eq!(compiled(&report).len(), 3 - installed.len());
+    let nm = std::process::Command::new("nm")
+        .arg(&report.library)
+        .output()
+        .unwrap();
+    assert!(nm.status.success());
+}

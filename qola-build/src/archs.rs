@@ -1,7 +1,7 @@
 //! GPU architectures: which ones to compile for, and whether the compiler supports them.
 //!
-//! The list comes from `QOLA_GPU_ARCHS` (`;` or `,` separated), then `GPU_ARCHS` (AITER's
-//! convention, `;` separated), then an explicit builder list, then the manifest's
+//! The list comes from an explicit builder list, then `QOLA_GPU_ARCHS` (`;` or `,` separated),
+//! then `GPU_ARCHS` (AITER's convention, `;` separated), then the manifest's
 //! `[build] architectures`, then `native`: the GPUs of this machine as `rocm_agent_enumerator` or
 //! `rocminfo` report them. Each architecture is probed once per compiler (a tiny kernel compiled
 //! for it); the answer is kept in qola's cache, keyed by the compiler's identity.
@@ -24,14 +24,16 @@ fn split(list: &str) -> Vec<String> {
 
 /// The architectures to compile for; `native` anywhere in a list is replaced by this machine's.
 pub(crate) fn resolve(env: &Env, explicit: &[String], manifest: &[String]) -> Result<Vec<String>> {
-    let mut list = match env.var("QOLA_GPU_ARCHS")? {
-        Some(v) => split(&v),
-        None => match env.var("GPU_ARCHS")? {
-            Some(v) => split(&v),
-            None if !explicit.is_empty() => explicit.to_vec(),
-            None if !manifest.is_empty() => manifest.to_vec(),
-            None => vec!["native".to_string()],
-        },
+    let mut list = if !explicit.is_empty() {
+        explicit.to_vec()
+    } else if let Some(v) = env.var("QOLA_GPU_ARCHS")? {
+        split(&v)
+    } else if let Some(v) = env.var("GPU_ARCHS")? {
+        split(&v)
+    } else if !manifest.is_empty() {
+        manifest.to_vec()
+    } else {
+        vec!["native".to_string()]
     };
     if list.iter().any(|a| a == "native") {
         let found = native()?;

@@ -86,6 +86,13 @@ mod toolchain;
 mod untracked;
 
 pub use compile::{CompileReport, HipBuild, UnitReport};
+
+/// Reads an environment variable from a build script the way qola does: Cargo is told to rerun
+/// the script when it changes (`cargo:rerun-if-env-changed`); unset and empty are both `None`.
+pub fn build_script_env(name: &str) -> Result<Option<String>> {
+    let directives = cargo::Directives::new(true);
+    env::Env::new(&directives).var(name)
+}
 pub use error::{Error, Result};
 pub use manifest::Manifest;
 pub use options::{DEFAULT_AITER_URL, Prepare};

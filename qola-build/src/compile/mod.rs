@@ -166,7 +166,7 @@ impl HipBuild {
         self
     }
 
-    /// Adds a GPU architecture (used when neither `QOLA_GPU_ARCHS` nor `GPU_ARCHS` is set).
+    /// Adds a GPU architecture (over `QOLA_GPU_ARCHS`, `GPU_ARCHS` and the manifest).
     pub fn arch(&mut self, arch: &str) -> &mut HipBuild {
         self.archs.push(arch.to_string());
         self

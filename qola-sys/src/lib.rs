@@ -6,7 +6,7 @@
 //! `amdhip64`. Only the three `qola_mha_*` functions are exported.
 //!
 //! The structs here are `#[repr(C)]` mirrors of `kernels/include/qola_mha.h` (a test checks every
-//! size and field offset against the C compiler's). [`reference`] is a float64 CPU reference of
+//! size and field offset against the C compiler's). [`mod@reference`] is a float64 CPU reference of
 //! both directions.
 //!
 //! | variable | effect |

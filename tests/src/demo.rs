@@ -67,6 +67,27 @@ diff --git a/3rdparty/composable_kernel/include/ck_tile/core/config.hpp b/3rdpar
     ),
 ];
 
+/// A kernel of the demo tree: it includes a composable_kernel header (patched by 0003) and the
+/// header 0003 creates, so compiling it depends on the prepared state.
+pub const DEMO_KERNEL: &str = "csrc/kernels/demo_scale.hip";
+
+const DEMO_KERNEL_SOURCE: &str = "#include <hip/hip_runtime.h>
+#include \"ck_tile/core/config.hpp\"
+#include \"qola_version.h\"
+
+namespace {
+__global__ void demo_scale(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= (float)ck_tile::warp_size * QOLA_PATCHED;
+}
+}
+
+extern \"C\" __attribute__((visibility(\"default\"))) int qola_demo_scale(float* x, int n, hipStream_t s) {
+    hipLaunchKernelGGL(demo_scale, dim3((n + 63) / 64), dim3(64), 0, s, x, n);
+    return (int)hipGetLastError();
+}
+";
+
 const MHA_FWD_H: &str = "#pragma once
 #include <cstdint>
 
@@ -158,6 +179,7 @@ impl Demo {
         git(&aiter, &["init", "-q"]);
         write(&aiter, "README.md", "# AITER (qola demo)\n");
         write(&aiter, "csrc/include/mha_fwd.h", MHA_FWD_H);
+        write(&aiter, DEMO_KERNEL, DEMO_KERNEL_SOURCE);
         write(
             &aiter,
             "aiter/jit/optCompilerConfig.json",

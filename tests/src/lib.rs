@@ -16,7 +16,7 @@ mod demo;
 mod hip;
 mod real;
 
-pub use demo::{DEMO_PATCHES, Demo, code_object as demo_code_object};
+pub use demo::{DEMO_KERNEL, DEMO_PATCHES, Demo, code_object as demo_code_object};
 pub use hip::HipProject;
 pub use real::{RealAiter, real_aiter};
 

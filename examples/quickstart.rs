@@ -6,12 +6,14 @@
 //! ```
 //!
 //! It clones and prepares, prepares again (nothing to do), makes a hand edit and shows qola
-//! refusing to discard it, then the three ways on: skip, diff, force.
+//! refusing to discard it, then the three ways on: skip, diff, force. Then, when a HIP compiler
+//! is found, it compiles a kernel of the prepared tree and qola-sys's built-in attention kernels
+//! (for `GPU_ARCHS`, default gfx90a), twice: the second time everything comes from the cache.
 
 use std::time::Instant;
 
-use qola_build::{Error, Preparation, Prepare};
-use qola_tests::Demo;
+use qola_build::{Error, HipBuild, Preparation, Prepare};
+use qola_tests::{DEMO_KERNEL, Demo};
 
 fn step(title: &str, options: &Prepare) -> Result<Preparation, Error> {
     let start = Instant::now();
@@ -77,6 +79,74 @@ fn main() -> Result<(), Error> {
     if let Some(backup) = forced.backup {
         println!("the edit is kept in {}", backup.display());
     }
-    step("next build: nothing changed", &options)?;
+    let prepared = step("next build: nothing changed", &options)?;
+
+    if std::env::var_os("HIPCC").is_none() && which("hipcc").is_none() {
+        println!(
+            "\n== no HIP compiler found (HIPCC unset, no hipcc on PATH): stopping before the kernels\n   apt-get install hipcc libamdhip64-dev rocm-device-libs"
+        );
+        return Ok(());
+    }
+    let cache = tmp.path().join("cache");
+    let arch = std::env::var("GPU_ARCHS").unwrap_or_else(|_| "gfx90a".to_string());
+    let mut demo_kernel = HipBuild::new();
+    demo_kernel
+        .file(prepared.root.join(DEMO_KERNEL))
+        .include(prepared.root.join("csrc/include"))
+        .include(prepared.root.join("3rdparty/composable_kernel/include"))
+        .arch(&arch)
+        .export("qola_demo_scale")
+        .cache_dir(&cache)
+        .out_dir(tmp.path().join("out-demo"))
+        .cargo_metadata(false);
+    compile("a kernel of the prepared tree", &demo_kernel, "demo")?;
+
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels");
+    let mut sources: Vec<_> = std::fs::read_dir(&kernels)
+        .expect("qola-sys/kernels")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "hip"))
+        .collect();
+    sources.sort();
+    let mut builtin = HipBuild::new();
+    builtin
+        .files(&sources)
+        .include(kernels.join("include"))
+        .flag("-std=c++17")
+        .flag("-fvisibility=hidden")
+        .arch(&arch)
+        .export("qola_mha_fwd")
+        .export("qola_mha_bwd")
+        .export("qola_mha_bwd_workspace_size")
+        .cache_dir(&cache)
+        .out_dir(tmp.path().join("out-builtin"))
+        .cargo_metadata(false);
+    compile(
+        "qola-sys's built-in attention kernels",
+        &builtin,
+        "qola_mha",
+    )?;
+    compile("the same kernels again", &builtin, "qola_mha")?;
     Ok(())
+}
+
+fn compile(title: &str, build: &HipBuild, name: &str) -> Result<(), Error> {
+    let report = build.try_compile(name)?;
+    println!(
+        "\n== {title}: {} of {} units compiled, {} from the cache, in {:.1} s ({}, {})",
+        report.compiled(),
+        report.units.len(),
+        report.units.len() - report.compiled(),
+        report.elapsed.as_secs_f64(),
+        report.archs.join(","),
+        report.toolchain.version()
+    );
+    println!("   library: {}", report.library.display());
+    Ok(())
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
 }

@@ -2,8 +2,11 @@
 //!
 //! 1. The compiler is found and identified ([`crate::toolchain`]), the architectures resolved
 //!    and probed ([`crate::archs`]).
-//! 2. `cc` builds the compile command (`-x hip -fPIC --offload-arch=...`, include directories,
-//!    defines, flags, the `CXXFLAGS` conventions); qola adds `-MD -MF` for a depfile per object.
+//! 2. The compile command has `cc`'s form (`-x hip -fPIC -O3 --offload-arch=...`, include
+//!    directories, flags, defines, then `CXXFLAGS` as `cc` reads them) plus `-MD -MF` for a
+//!    depfile per object. qola runs the commands itself, in parallel within Cargo's jobserver
+//!    (the protocol `cc` uses), for what `cc`'s runner cannot give: per-unit time and stderr, a
+//!    launcher, only the units that changed; `cc` archives the objects.
 //! 3. Each translation unit is looked up in the content-addressed object cache (see
 //!    `object_cache`); only units whose key changed are compiled, in parallel within Cargo's
 //!    jobserver budget, each wrapped by `QOLA_COMPILER_LAUNCHER` (ccache, sccache) when set.
@@ -256,12 +259,7 @@ impl HipBuild {
                 .unwrap_or_default(),
         };
         let target = host_triple();
-        for var in ["CXXFLAGS", "HOST_CXXFLAGS", "TARGET_CXXFLAGS"] {
-            directives.rerun_if_env_changed(var);
-        }
-        directives.rerun_if_env_changed(&format!("CXXFLAGS_{target}"));
-        directives.rerun_if_env_changed(&format!("CXXFLAGS_{}", target.replace('-', "_")));
-        let args = self.base_args(&toolchain, &archs, &out_dir, &target)?;
+        let args = self.base_args(&env, &toolchain, &archs, &target)?;
         let limit = self
             .jobs
             .or_else(|| {
@@ -422,7 +420,7 @@ impl HipBuild {
         let compiled = report.compiled();
         if compiled > 0 {
             directives.warning(&format!(
-                "qola: compiled {compiled} of {} HIP units for {} in {:.1}s ({}; log: {})",
+                "qola compiled {compiled} of {} HIP units for {} in {:.1}s ({}; log: {})",
                 report.units.len(),
                 report.archs.join(","),
                 report.elapsed.as_secs_f64(),
@@ -433,56 +431,48 @@ impl HipBuild {
         Ok(report)
     }
 
-    /// The compile command's program and arguments without output and source, built by `cc`.
+    /// The compile command's program and arguments, without output and source: in the form `cc`
+    /// gives (compiler, flags, `-I`, `-D`, then `CXXFLAGS`), built here because `cc` runs the
+    /// compiler to detect its family on every build (close to a second with hipcc).
     fn base_args(
         &self,
+        env: &Env,
         toolchain: &HipToolchain,
         archs: &[String],
-        out_dir: &Path,
         target: &str,
     ) -> Result<Vec<String>> {
-        let mut build = cc::Build::new();
-        build
-            .compiler(&toolchain.path)
-            .no_default_flags(true)
-            .warnings(false)
-            .extra_warnings(false)
-            .cargo_metadata(false)
-            .cargo_warnings(false)
-            .out_dir(out_dir)
-            .target(target)
-            .host(target)
-            .opt_level(3)
-            .debug(false)
-            .flag("-x")
-            .flag("hip")
-            .flag("-fPIC")
-            .flag("-O3");
-        for arch in archs {
-            build.flag(format!("--offload-arch={arch}"));
-        }
+        let mut args = vec![toolchain.path.to_string_lossy().into_owned()];
+        args.extend(["-x", "hip", "-fPIC", "-O3"].map(String::from));
+        args.extend(archs.iter().map(|a| format!("--offload-arch={a}")));
         for dir in &self.includes {
-            build.include(std::path::absolute(dir).map_err(io_error("locate", dir))?);
+            let dir = std::path::absolute(dir).map_err(io_error("locate", dir))?;
+            args.push("-I".to_string());
+            args.push(dir.to_string_lossy().into_owned());
         }
+        args.extend(self.flags.iter().cloned());
         for (name, value) in &self.defines {
-            build.define(name, value.as_deref());
+            args.push(match value {
+                Some(value) => format!("-D{name}={value}"),
+                None => format!("-D{name}"),
+            });
         }
-        for flag in &self.flags {
-            build.flag(flag);
+        // The first of cc's CXXFLAGS variables that is set, as cc reads them.
+        for var in [
+            format!("CXXFLAGS_{target}"),
+            format!("CXXFLAGS_{}", target.replace('-', "_")),
+            "HOST_CXXFLAGS".to_string(),
+            "CXXFLAGS".to_string(),
+        ] {
+            if let Some(flags) = env.var(&var)? {
+                args.extend(flags.split_whitespace().map(String::from));
+                break;
+            }
         }
-        let tool = build
-            .try_get_compiler()
-            .map_err(|e| Error::HipCompilerUnusable {
-                path: toolchain.path.clone(),
-                why: format!("cc cannot build a command for it: {e}"),
-            })?;
-        let mut args = vec![tool.path().to_string_lossy().into_owned()];
-        args.extend(tool.args().iter().map(|a| a.to_string_lossy().into_owned()));
         Ok(args)
     }
 }
 
-/// The triple `cc` is told to build for: this machine (HIP host code runs where the GPU is).
+/// The triple `cc`'s archiver is told about: this machine (HIP host code runs where the GPU is).
 fn host_triple() -> String {
     format!(
         "{}-unknown-{}-gnu",

@@ -1,5 +1,6 @@
 //! Prepare AMD's AITER sources (a pinned commit plus a patch series, submodules such as
-//! `3rdparty/composable_kernel` included) from a build script, correctly and incrementally.
+//! `3rdparty/composable_kernel` included) from a build script, correctly and incrementally, and
+//! compile HIP sources with [`HipBuild`]: only the units whose content (or a header's) changed.
 //!
 //! ```no_run
 //! // in build.rs
@@ -49,6 +50,12 @@
 //! | `QOLA_GIT` | the `git` used for clone and fetch (default: `git` on `PATH`) |
 //! | `XDG_CACHE_HOME`, `HOME` | locate the default cache |
 //! | `CARGO_MANIFEST_DIR` | locate the default manifest (build scripts only) |
+//! | `HIPCC`, `ROCM_PATH`, `HIP_PATH`, `PATH` | [`HipBuild`]: find the HIP compiler |
+//! | `QOLA_GPU_ARCHS`, `GPU_ARCHS` | [`HipBuild`]: GPU architectures (`native` = this machine's) |
+//! | `QOLA_COMPILER_LAUNCHER` | [`HipBuild`]: wraps every compile (`ccache`, `sccache`) |
+//! | `NUM_JOBS` | [`HipBuild`]: compiles at once (Cargo sets it) |
+//! | `CXXFLAGS`, `CXXFLAGS_<target>`, `HOST_CXXFLAGS` | [`HipBuild`]: extra flags, as `cc` reads them |
+//! | `OUT_DIR` | [`HipBuild`]: where the library, its log and `repro.sh` go |
 //!
 //! # Where things live
 //!

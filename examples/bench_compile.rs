@@ -88,7 +88,9 @@ fn plain_cc(dir: &Path, work: &Path, arch: &str, hipcc: &Path) -> (usize, Durati
     for flag in FLAGS {
         build.flag(flag);
     }
-    build.try_compile("qola_mha").unwrap_or_else(|e| panic!("{e}"));
+    build
+        .try_compile("qola_mha")
+        .unwrap_or_else(|e| panic!("{e}"));
     (files.len(), start.elapsed())
 }
 

@@ -82,16 +82,21 @@ fn native() -> Result<Vec<String>> {
     Ok(found)
 }
 
-/// Checks that `toolchain` can compile for each of `archs`; answers are cached under `cache`.
-/// `scratch` is a directory for the probe's files.
+/// Checks that `toolchain` can compile for each of `archs` with the compile command `command`
+/// (program and flags, no architecture); answers are cached under `cache`. `scratch` is a
+/// directory for the probe's files.
 pub(crate) fn validate(
     toolchain: &HipToolchain,
+    command: &[String],
     archs: &[String],
     cache: Option<&Path>,
     scratch: &Path,
 ) -> Result<()> {
     for arch in archs {
-        let key = blake3::hash(format!("{}\0{arch}", toolchain.identity).as_bytes()).to_hex();
+        let key = blake3::hash(
+            format!("{}\0{arch}\0{}", toolchain.identity, command.join("\0")).as_bytes(),
+        )
+        .to_hex();
         let record = cache.map(|c| c.join("probes").join(&key[..24]));
         let known = record
             .as_ref()
@@ -99,7 +104,7 @@ pub(crate) fn validate(
         let answer = match known {
             Some(answer) => answer,
             None => {
-                let answer = probe(toolchain, arch, scratch)?;
+                let answer = probe(toolchain, command, arch, scratch)?;
                 if let Some(record) = &record {
                     write_atomic(record, answer.as_bytes())?;
                 }
@@ -119,7 +124,12 @@ pub(crate) fn validate(
 }
 
 /// Compiles an empty kernel for `arch`: `ok`, or `unsupported` and the compiler's words.
-fn probe(toolchain: &HipToolchain, arch: &str, scratch: &Path) -> Result<String> {
+fn probe(
+    toolchain: &HipToolchain,
+    command: &[String],
+    arch: &str,
+    scratch: &Path,
+) -> Result<String> {
     std::fs::create_dir_all(scratch).map_err(crate::error::io_error("create", scratch))?;
     let source = scratch.join("qola-arch-probe.hip");
     write_atomic(
@@ -127,8 +137,9 @@ fn probe(toolchain: &HipToolchain, arch: &str, scratch: &Path) -> Result<String>
         b"#include <hip/hip_runtime.h>\n__global__ void qola_arch_probe() {}\n",
     )?;
     let object = scratch.join(format!("qola-arch-probe-{arch}.o"));
-    let output = Command::new(&toolchain.path)
-        .args(["-x", "hip", &format!("--offload-arch={arch}"), "-c"])
+    let output = Command::new(&command[0])
+        .args(&command[1..])
+        .args([&format!("--offload-arch={arch}"), "-c"])
         .arg(&source)
         .arg("-o")
         .arg(&object)

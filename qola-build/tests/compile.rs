@@ -368,3 +368,28 @@ fn a_killed_build_leaves_no_corrupt_entry() {
         .unwrap();
     assert!(nm.status.success());
 }
+
+#[test]
+fn a_clang_driver_given_as_the_compiler_builds_too() {
+    let Some(s) = setup() else { return };
+    let Some(clang) = ["/usr/bin/clang++-15", "/opt/rocm/llvm/bin/clang++"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+    else {
+        eprintln!("skipping: no clang++ with HIP support at a known place");
+        return;
+    };
+    let mut build = s.build();
+    build.compiler(&clang);
+    if clang.starts_with("/usr/bin") {
+        // Debian's clang needs to be told where Debian keeps ROCm (hipcc passes the same).
+        build
+            .flag("--rocm-path=/usr")
+            .flag("--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode");
+    }
+    let report = build.try_compile("demo").unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.toolchain.is_clang);
+    assert_eq!(compiled(&report).len(), 3);
+    assert!(report.toolchain.clang_version.is_some());
+}

@@ -244,13 +244,18 @@ impl HipBuild {
             Some(path) => HipToolchain::identify(path)?,
             None => HipToolchain::find(&env)?,
         };
+        let target = host_triple();
+        let common = self.base_args(&env, &toolchain, &target)?;
         let archs = archs::resolve(&env, &self.archs, &self.manifest_archs)?;
         archs::validate(
             &toolchain,
+            &common,
             &archs,
             Some(&cache),
             &out_dir.join("qola-probe"),
         )?;
+        let mut args = common;
+        args.extend(archs.iter().map(|a| format!("--offload-arch={a}")));
         let launcher: Vec<String> = match &self.launcher {
             Some(l) => l.split_whitespace().map(String::from).collect(),
             None => env
@@ -258,8 +263,7 @@ impl HipBuild {
                 .map(|l| l.split_whitespace().map(String::from).collect())
                 .unwrap_or_default(),
         };
-        let target = host_triple();
-        let args = self.base_args(&env, &toolchain, &archs, &target)?;
+
         let limit = self
             .jobs
             .or_else(|| {
@@ -431,19 +435,12 @@ impl HipBuild {
         Ok(report)
     }
 
-    /// The compile command's program and arguments, without output and source: in the form `cc`
-    /// gives (compiler, flags, `-I`, `-D`, then `CXXFLAGS`), built here because `cc` runs the
-    /// compiler to detect its family on every build (close to a second with hipcc).
-    fn base_args(
-        &self,
-        env: &Env,
-        toolchain: &HipToolchain,
-        archs: &[String],
-        target: &str,
-    ) -> Result<Vec<String>> {
+    /// The compile command's program and arguments, without architectures, output and source:
+    /// in the form `cc` gives (compiler, flags, `-I`, `-D`, then `CXXFLAGS`), built here because
+    /// `cc` runs the compiler to detect its family on every build (close to a second with hipcc).
+    fn base_args(&self, env: &Env, toolchain: &HipToolchain, target: &str) -> Result<Vec<String>> {
         let mut args = vec![toolchain.path.to_string_lossy().into_owned()];
         args.extend(["-x", "hip", "-fPIC", "-O3"].map(String::from));
-        args.extend(archs.iter().map(|a| format!("--offload-arch={a}")));
         for dir in &self.includes {
             let dir = std::path::absolute(dir).map_err(io_error("locate", dir))?;
             args.push("-I".to_string());

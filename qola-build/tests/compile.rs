@@ -393,3 +393,46 @@ fn a_clang_driver_given_as_the_compiler_builds_too() {
     assert_eq!(compiled(&report).len(), 3);
     assert!(report.toolchain.clang_version.is_some());
 }
+
+/// A patch of the series that changes a composable_kernel header the demo kernel includes.
+const WARP32_PATCH: &str = "--- a/3rdparty/composable_kernel/include/ck_tile/core/config.hpp
++++ b/3rdparty/composable_kernel/include/ck_tile/core/config.hpp
+@@ -7,3 +7,3 @@
+ namespace ck_tile {
+-constexpr int warp_size = 64;
++constexpr int warp_size = 32;
+ } // namespace ck_tile
+";
+
+#[test]
+fn a_patch_switched_on_off_and_on_through_preparation_compiles_nothing_the_third_time() {
+    if !hipcc_available() {
+        return;
+    }
+    let s = common::setup();
+    let compile = || {
+        let root = &s.root;
+        let report = HipBuild::new()
+            .file(root.join(qola_tests::DEMO_KERNEL))
+            .include(root.join("csrc/include"))
+            .include(root.join("3rdparty/composable_kernel/include"))
+            .arch("gfx90a")
+            .cache_dir(s.cache())
+            .out_dir(s.tmp.path().join("out"))
+            .cargo_metadata(false)
+            .try_compile("demo")
+            .unwrap_or_else(|e| panic!("{e}"));
+        report.compiled()
+    };
+    s.prepare();
+    assert_eq!(compile(), 1, "first build");
+    s.add_patch("0004-ck-warp32.patch", WARP32_PATCH);
+    s.prepare();
+    assert_eq!(compile(), 1, "patch on");
+    std::fs::remove_file(s.demo.patches.join("0004-ck-warp32.patch")).unwrap();
+    s.prepare();
+    assert_eq!(compile(), 0, "patch off: the first object again");
+    s.add_patch("0004-ck-warp32.patch", WARP32_PATCH);
+    s.prepare();
+    assert_eq!(compile(), 0, "patch on again: the second object again");
+}

@@ -187,6 +187,23 @@ QOLA_HD void bwd_delta_row(const qola_mha_bwd_args& a, int64_t r) {
                            offset(a.o_strides, b, i, h), s.head_dim);
 }
 
+// Backward, for query i and key j: the probability p = exp(scale q.k - lse) and the score
+// gradient ds = p * (dout.v - delta).
+template <typename E>
+QOLA_HD void p_and_ds(const qola_mha_bwd_args& a, int b, int h, int i, int j, float lse, float* p,
+                      float* ds) {
+    using T = typename E::storage;
+    const qola_mha_shape& s = a.shape;
+    const int d = s.head_dim;
+    const float score = s.scale * dot_rows<E>((const T*)a.q, offset(a.q_strides, b, i, h),
+                                              (const T*)a.k, offset(a.k_strides, b, j, h), d);
+    const float dp = dot_rows<E>((const T*)a.dout, offset(a.dout_strides, b, i, h), (const T*)a.v,
+                                 offset(a.v_strides, b, j, h), d);
+    const float delta = ((const float*)a.workspace)[lse_index(s, b, h, i)];
+    *p = expf(score - lse);
+    *ds = *p * (dp - delta);
+}
+
 // Backward: dq for query row r.
 template <typename E>
 QOLA_HD void bwd_dq_row(const qola_mha_bwd_args& a, int64_t r) {
@@ -194,23 +211,16 @@ QOLA_HD void bwd_dq_row(const qola_mha_bwd_args& a, int64_t r) {
     const qola_mha_shape& s = a.shape;
     int b, h, i;
     split_row(s, r, s.seqlen_q, &b, &h, &i);
-    const T* q = (const T*)a.q;
     const T* k = (const T*)a.k;
-    const T* v = (const T*)a.v;
-    const T* dout = (const T*)a.dout;
-    const float* delta = (const float*)a.workspace;
     const int d = s.head_dim;
     float acc[QOLA_MAX_HEAD_DIM];
     for (int c = 0; c < d; ++c) acc[c] = 0.0f;
     const float lse = a.lse[lse_index(s, b, h, i)];
-    const int64_t qo = offset(a.q_strides, b, i, h);
-    const int64_t go = offset(a.dout_strides, b, i, h);
     const int keys = lse == -INFINITY ? 0 : visible_keys(s, i);
     for (int j = 0; j < keys; ++j) {
+        float p, ds;
+        p_and_ds<E>(a, b, h, i, j, lse, &p, &ds);
         const int64_t ko = offset(a.k_strides, b, j, h);
-        const float p = expf(s.scale * dot_rows<E>(q, qo, k, ko, d) - lse);
-        const float dp = dot_rows<E>(dout, go, v, offset(a.v_strides, b, j, h), d);
-        const float ds = p * (dp - delta[r]);
         for (int c = 0; c < d; ++c) acc[c] += ds * E::load(k, ko + c);
     }
     const int64_t out = offset(a.dq_strides, b, i, h);
@@ -225,23 +235,17 @@ QOLA_HD void bwd_dkdv_row(const qola_mha_bwd_args& a, int64_t r) {
     int b, h, j;
     split_row(s, r, s.seqlen_k, &b, &h, &j);
     const T* q = (const T*)a.q;
-    const T* k = (const T*)a.k;
-    const T* v = (const T*)a.v;
     const T* dout = (const T*)a.dout;
-    const float* delta = (const float*)a.workspace;
     const int d = s.head_dim;
     float dk[QOLA_MAX_HEAD_DIM], dv[QOLA_MAX_HEAD_DIM];
     for (int c = 0; c < d; ++c) dk[c] = dv[c] = 0.0f;
-    const int64_t ko = offset(a.k_strides, b, j, h);
-    const int64_t vo = offset(a.v_strides, b, j, h);
     for (int i = first_query(s, j); i < s.seqlen_q; ++i) {
         const float lse = a.lse[lse_index(s, b, h, i)];
         if (lse == -INFINITY) continue;
+        float p, ds;
+        p_and_ds<E>(a, b, h, i, j, lse, &p, &ds);
         const int64_t qo = offset(a.q_strides, b, i, h);
         const int64_t go = offset(a.dout_strides, b, i, h);
-        const float p = expf(s.scale * dot_rows<E>(q, qo, k, ko, d) - lse);
-        const float dp = dot_rows<E>(dout, go, v, vo, d);
-        const float ds = p * (dp - delta[lse_index(s, b, h, i)]);
         for (int c = 0; c < d; ++c) {
             dv[c] += p * E::load(dout, go + c);
             dk[c] += ds * E::load(q, qo + c);

@@ -296,6 +296,41 @@ pub enum Error {
         stderr: String,
     },
 
+    /// An entry of AITER's `optCompilerConfig.json` cannot be evaluated.
+    #[error("AITER module {module}, field {field}: `{expression}`: {why}")]
+    AiterConfig {
+        /// The module (`libmha_fwd`).
+        module: String,
+        /// The field (`blob_gen_cmd`).
+        field: String,
+        /// The expression.
+        expression: String,
+        /// Why it cannot be evaluated.
+        why: String,
+    },
+
+    /// A code generator failed.
+    #[error(
+        "code generation failed: `{command}`:\n{stderr}\n(AITER's generators need python3 with the `packaging` module: `pip install packaging`)"
+    )]
+    Codegen {
+        /// The command.
+        command: String,
+        /// What it said.
+        stderr: String,
+    },
+
+    /// The compiler is too old for composable_kernel.
+    #[error("composable_kernel needs HIP >= {needed}; found {found} at {}", compiler.display())]
+    ToolchainTooOld {
+        /// The oldest HIP that works.
+        needed: String,
+        /// The HIP found.
+        found: String,
+        /// The compiler.
+        compiler: PathBuf,
+    },
+
     /// After writing, the tree does not match the state the patches describe.
     #[error("after preparing {}, the tree still differs from the prepared state at: {paths}; a git filter or attribute (.gitattributes eol/filter) may rewrite these files; the stamp was not written, the next build retries", root.display())]
     Verify {

@@ -68,6 +68,7 @@
 
 #![deny(missing_docs)]
 
+pub mod aiter;
 mod archs;
 mod cargo;
 mod checkout;

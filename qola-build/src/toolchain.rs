@@ -69,8 +69,8 @@ impl HipToolchain {
         Err(Error::NoHipCompiler { looked })
     }
 
-    /// Runs `--version` and records what it says.
-    pub(crate) fn identify(path: &Path) -> Result<HipToolchain> {
+    /// The compiler at `path`, identified by running `--version`.
+    pub fn identify(path: &Path) -> Result<HipToolchain> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

@@ -113,6 +113,24 @@ fn which_hipcc() -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("hipcc").is_file()))
 }
 
+/// The HIP compiler that can compile composable_kernel: `QOLA_SID_HIPCC`, else the wrapper
+/// `tools/sid-hipcc-setup` leaves in `target/qola-fixtures/sid-hipcc`. Outside CI a test without
+/// one says so and returns `None`; in CI it is a failure.
+pub fn sid_hipcc() -> Option<PathBuf> {
+    let found = std::env::var_os("QOLA_SID_HIPCC")
+        .map(PathBuf::from)
+        .or_else(|| Some(fixtures_dir().join("sid-hipcc")))
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        assert!(
+            !in_ci(),
+            "CI: the sid toolchain is required (tools/sid-hipcc-setup)"
+        );
+        eprintln!("skipping: no composable_kernel toolchain; run tools/sid-hipcc-setup");
+    }
+    found
+}
+
 /// The workspace's `target/qola-fixtures` directory (or `$CARGO_TARGET_DIR/qola-fixtures`).
 pub fn fixtures_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")

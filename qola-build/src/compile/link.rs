@@ -46,6 +46,29 @@ fn tool(names: &[&str]) -> Result<PathBuf> {
         })
 }
 
+/// The link steps of `lib<name>.a`, as commands to read (the objects are those of the units).
+pub(crate) fn commands(name: &str, exported: &[String], out_dir: &Path) -> Vec<String> {
+    let combined = out_dir.join(format!("{name}.combined.o"));
+    let mut out = vec![format!(
+        "ld -r -o {} <the objects of the units>",
+        shell_quote(&combined.to_string_lossy())
+    )];
+    if !exported.is_empty() {
+        out.push(format!(
+            "objcopy --keep-global-symbols={} {}   # keeps only: {}",
+            shell_quote(&out_dir.join(format!("{name}.exports")).to_string_lossy()),
+            shell_quote(&combined.to_string_lossy()),
+            exported.join(" ")
+        ));
+    }
+    out.push(format!(
+        "ar cq {} {}   # through cc",
+        shell_quote(&out_dir.join(format!("lib{name}.a")).to_string_lossy()),
+        shell_quote(&combined.to_string_lossy())
+    ));
+    out
+}
+
 /// What [`link`] produced.
 pub(crate) struct Linked {
     /// The archive.

@@ -223,11 +223,9 @@ impl HipBuild {
         self
     }
 
-    /// Compiles what changed and links `lib<name>.a` (see the module docs).
-    pub fn try_compile(&self, name: &str) -> Result<CompileReport> {
-        let start = Instant::now();
-        let directives = Directives::new(self.cargo_metadata);
-        let env = Env::new(&directives);
+    /// Resolves the output directory, cache, compiler, architectures (probed), arguments,
+    /// launcher and parallelism.
+    fn resolve(&self, env: &Env) -> Result<Resolved> {
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => env
@@ -238,15 +236,15 @@ impl HipBuild {
         std::fs::create_dir_all(&out_dir).map_err(io_error("create", &out_dir))?;
         let cache = match &self.cache_dir {
             Some(dir) => dir.clone(),
-            None => cache_dir(&env).ok_or(Error::NoCacheDir)?,
+            None => cache_dir(env).ok_or(Error::NoCacheDir)?,
         };
         let toolchain = match &self.compiler {
             Some(path) => HipToolchain::identify(path)?,
-            None => HipToolchain::find(&env)?,
+            None => HipToolchain::find(env)?,
         };
         let target = host_triple();
-        let common = self.base_args(&env, &toolchain, &target)?;
-        let archs = archs::resolve(&env, &self.archs, &self.manifest_archs)?;
+        let common = self.base_args(env, &toolchain, &target)?;
+        let archs = archs::resolve(env, &self.archs, &self.manifest_archs)?;
         archs::validate(
             &toolchain,
             &common,
@@ -263,7 +261,6 @@ impl HipBuild {
                 .map(|l| l.split_whitespace().map(String::from).collect())
                 .unwrap_or_default(),
         };
-
         let limit = self
             .jobs
             .or_else(|| {
@@ -273,14 +270,71 @@ impl HipBuild {
                     .and_then(|n| n.parse().ok())
             })
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        Ok(Resolved {
+            out_dir,
+            cache,
+            toolchain,
+            archs,
+            args,
+            launcher,
+            limit,
+            target,
+        })
+    }
 
+    /// Every command [`HipBuild::try_compile`] would run for `lib<name>.a`, with each unit's
+    /// cache key and whether it is cached, without compiling anything.
+    pub fn try_plan(&self, name: &str) -> Result<CompilePlan> {
+        let directives = Directives::new(false);
+        let env = Env::new(&directives);
+        let r = self.resolve(&env)?;
+        let mut objects = ObjectCache::new(r.cache.join("hip"));
+        let mut units = Vec::new();
+        for file in &self.files {
+            let source = std::path::absolute(file).map_err(io_error("locate", file))?;
+            let id = unit_id(&r.toolchain.identity, &r.args, &source);
+            let found = objects.lookup(&id, &source);
+            let object = match &found {
+                Some((key, _)) => objects.object_path(key),
+                None => objects.scratch(&id, "o")?,
+            };
+            let depfile = object.with_extension("d");
+            units.push(PlannedUnit {
+                command: r.compile_command(&source, &object, &depfile),
+                cached: found.is_some(),
+                key: found.map(|(key, _)| key),
+                unit_id: id,
+                source,
+            });
+        }
+        Ok(CompilePlan {
+            library: r.out_dir.join(format!("lib{name}.a")),
+            link: link::commands(name, &self.exported, &r.out_dir),
+            units,
+            archs: r.archs,
+            toolchain: r.toolchain,
+        })
+    }
+
+    /// Compiles what changed and links `lib<name>.a` (see the module docs).
+    pub fn try_compile(&self, name: &str) -> Result<CompileReport> {
+        let start = Instant::now();
+        let directives = Directives::new(self.cargo_metadata);
+        let env = Env::new(&directives);
+        let resolved = self.resolve(&env)?;
+        let (out_dir, cache, args, limit) = (
+            resolved.out_dir.clone(),
+            resolved.cache.clone(),
+            &resolved.args,
+            resolved.limit,
+        );
         let mut objects = ObjectCache::new(cache.join("hip"));
         let mut units = Vec::new();
         let mut jobs_to_run = Vec::new();
         let mut scratch = Vec::new();
         for (index, file) in self.files.iter().enumerate() {
             let source = std::path::absolute(file).map_err(io_error("locate", file))?;
-            let id = unit_id(&toolchain.identity, &args, &source);
+            let id = unit_id(&resolved.toolchain.identity, args, &source);
             match objects.lookup(&id, &source) {
                 Some((key, headers)) => units.push(UnitReport {
                     object: objects.object_path(&key),
@@ -292,12 +346,7 @@ impl HipBuild {
                 None => {
                     let object = objects.scratch(&id, "o")?;
                     let depfile = objects.scratch(&id, "d")?;
-                    let mut argv = launcher.clone();
-                    argv.extend(args.iter().cloned());
-                    argv.extend(["-MD".to_string(), "-MF".to_string()]);
-                    argv.push(depfile.to_string_lossy().into_owned());
-                    argv.extend(["-o".to_string(), object.to_string_lossy().into_owned()]);
-                    argv.extend(["-c".to_string(), source.to_string_lossy().into_owned()]);
+                    let argv = resolved.compile_command(&source, &object, &depfile);
                     jobs_to_run.push(jobs::Job { unit: index, argv });
                     scratch.push((index, id, object, depfile));
                     units.push(UnitReport {
@@ -361,9 +410,11 @@ impl HipBuild {
             let deps =
                 std::fs::read_to_string(depfile).map_err(io_error("read the depfile", depfile))?;
             let _ = std::fs::remove_file(depfile);
+            // A header that does not exist here belongs to a sandboxed toolchain (its root is
+            // not this machine's): the compiler identity stands for it.
             let headers: Vec<PathBuf> = depfile::prerequisites(&deps)
                 .into_iter()
-                .filter(|p| *p != unit.source)
+                .filter(|p| *p != unit.source && p.exists())
                 .collect();
             let key = objects.install(id, &unit.source, headers.clone(), object)?;
             unit.object = objects.object_path(&key);
@@ -386,11 +437,11 @@ impl HipBuild {
             &keys,
             &self.exported,
             &out_dir,
-            &target,
+            &resolved.target,
             self.cargo_metadata,
         )?;
         if self.cargo_metadata {
-            if let Some(dir) = &toolchain.lib_dir {
+            if let Some(dir) = &resolved.toolchain.lib_dir {
                 println!("cargo:rustc-link-search=native={}", dir.display());
             }
             println!("cargo:rustc-link-lib=dylib=amdhip64");
@@ -416,8 +467,8 @@ impl HipBuild {
             units,
             library: linked.library,
             library_written: linked.written,
-            archs,
-            toolchain,
+            archs: resolved.archs,
+            toolchain: resolved.toolchain,
             log,
             elapsed: start.elapsed(),
         };
@@ -467,6 +518,64 @@ impl HipBuild {
         }
         Ok(args)
     }
+}
+
+/// Everything a build resolved before looking at its units.
+struct Resolved {
+    out_dir: PathBuf,
+    cache: PathBuf,
+    toolchain: HipToolchain,
+    archs: Vec<String>,
+    args: Vec<String>,
+    launcher: Vec<String>,
+    limit: usize,
+    target: String,
+}
+
+impl Resolved {
+    /// The full command compiling `source` to `object` with its depfile.
+    fn compile_command(&self, source: &Path, object: &Path, depfile: &Path) -> Vec<String> {
+        let mut argv = self.launcher.clone();
+        argv.extend(self.args.iter().cloned());
+        argv.extend(["-MD".to_string(), "-MF".to_string()]);
+        argv.push(depfile.to_string_lossy().into_owned());
+        argv.extend(["-o".to_string(), object.to_string_lossy().into_owned()]);
+        argv.extend(["-c".to_string(), source.to_string_lossy().into_owned()]);
+        argv
+    }
+}
+
+/// One unit of a [`CompilePlan`].
+#[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
+pub struct PlannedUnit {
+    /// The source.
+    pub source: PathBuf,
+    /// The compile command.
+    pub command: Vec<String>,
+    /// The unit's id (compiler identity, arguments, source path).
+    pub unit_id: String,
+    /// The cache key of its object, when it is cached.
+    pub key: Option<String>,
+    /// Whether a build would take it from the cache.
+    pub cached: bool,
+}
+
+/// What [`HipBuild::try_plan`] found.
+#[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
+pub struct CompilePlan {
+    /// Every unit, in file order.
+    pub units: Vec<PlannedUnit>,
+    /// The link commands, in order.
+    pub link: Vec<String>,
+    /// The library they produce.
+    pub library: PathBuf,
+    /// The architectures.
+    pub archs: Vec<String>,
+    /// The compiler.
+    #[serde(skip)]
+    pub toolchain: HipToolchain,
 }
 
 /// The triple `cc`'s archiver is told about: this machine (HIP host code runs where the GPU is).

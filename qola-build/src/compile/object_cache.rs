@@ -7,6 +7,9 @@
 //! list: if an object exists under it, the unit is cached. After compiling, the new depfile's
 //! header list gives the key the object is stored under.
 //!
+//! Headers the depfile lists but this machine does not have (a compiler running in a sandbox
+//! with its own root) are left out: the compiler's identity stands for them.
+//!
 //! Consequences: touching a file changes nothing (content, not mtime); editing a header
 //! recompiles exactly the units whose last depfile listed it; rewriting files with identical
 //! content (a resync) recompiles nothing; a change undone finds its old object again. Objects are

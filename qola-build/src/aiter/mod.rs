@@ -1,0 +1,362 @@
+//! AITER's own modules (`libmha_fwd`, `libmha_bwd`, ...) built from the prepared tree:
+//! the recipe from `optCompilerConfig.json` (see `recipe`), the manifest's overrides, code
+//! generation into `OUT_DIR` (see `codegen`), AITER's compile flags and include order, and the
+//! hsa code objects embedded into the library (see `hsa`).
+//!
+//! # Flags
+//!
+//! As AITER's `core.py` and `cpp_extension.py` give them for these modules: `-DWITH_HIP`, the
+//! include directories (ck_helper, CK `include`, CK `library/include`, AITER `csrc/include`, the
+//! generated sources, the module's `extra_include`, `csrc/include/torch`), `-fPIC -std=c++20
+//! -O3`, the module's `flags_extra_cc`, `-D__HIP_PLATFORM_AMD__=1 -DUSE_ROCM=1 -DHIPBLAS_V2`,
+//! `-DCUDA_HAS_FP16=1 -D__HIP_NO_HALF_OPERATORS__=1 -D__HIP_NO_HALF_CONVERSIONS__=1
+//! -mcmodel=large -fno-unique-section-names -ffunction-sections -fdata-sections
+//! -fvisibility=hidden -fvisibility-inlines-hidden`, then `core.py`'s HIP flags (the `-mllvm`
+//! ones gated on the HIP version as `core.py` gates them), the module's `flags_extra_hip`, and
+//! `-fno-gpu-rdc`. Each `-mllvm` flag is probed once against the compiler (cached) and dropped
+//! when the compiler does not know it, as AITER's `hip_flag_checker` does.
+//!
+//! One decision differs from AITER: with an upstream clang (Debian's, 20 or newer) the pair
+//! `-mllvm -amdgpu-early-inline-all=true -mllvm -amdgpu-function-calls=false` makes one CK
+//! instance take 4 to over 15 minutes instead of ~35 s, so qola appends
+//! `-mllvm -amdgpu-function-calls=true` (the last value wins) unless
+//! `QOLA_AITER_KEEP_INLINE_ALL=1`. AMD's own ROCm clang keeps AITER's pair.
+
+mod codegen;
+mod hsa;
+mod recipe;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub use codegen::Generated;
+pub use hsa::{EmbeddedHsa, embed_hsa};
+pub use recipe::{AiterPaths, ModuleRecipe};
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::manifest::Module;
+use crate::stamp::write_atomic;
+use crate::toolchain::HipToolchain;
+
+/// The oldest HIP whose clang compiles composable_kernel's tile code.
+const MIN_CK_HIP: (u32, u32) = (6, 0);
+
+/// `(major, minor, patch)` of a `HIP version:` string such as `6.4.43484-9999`.
+pub(crate) fn hip_version(toolchain: &HipToolchain) -> Option<(u32, u32, u32)> {
+    let text = toolchain.hip_version.as_deref()?;
+    let mut parts = text
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<u32>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
+}
+
+/// Fails with one clear line when the compiler is too old for composable_kernel.
+pub fn check_ck_toolchain(toolchain: &HipToolchain) -> Result<()> {
+    let found = hip_version(toolchain);
+    match found {
+        Some((major, minor, _)) if (major, minor) >= MIN_CK_HIP => Ok(()),
+        _ => Err(Error::ToolchainTooOld {
+            needed: format!("{}.{}", MIN_CK_HIP.0, MIN_CK_HIP.1),
+            found: found.map_or("an unknown HIP version".to_string(), |(a, b, _)| {
+                format!("{a}.{b}")
+            }),
+            compiler: toolchain.path.clone(),
+        }),
+    }
+}
+
+/// `core.py`'s HIP flags for a HIP version (each entry may hold two words).
+fn core_hip_flags(version: (u32, u32, u32)) -> Vec<&'static str> {
+    let mut flags = vec![
+        "-DLEGACY_HIPBLAS_DIRECT",
+        "-DUSE_PROF_API=1",
+        "-D__HIP_PLATFORM_HCC__=1",
+        "-D__HIP_PLATFORM_AMD__=1",
+        "-U__HIP_NO_HALF_CONVERSIONS__",
+        "-U__HIP_NO_HALF_OPERATORS__",
+        "-mllvm --amdgpu-kernarg-preload-count=16",
+        "-Wno-unused-result",
+        "-Wno-switch-bool",
+        "-Wno-vla-cxx-extension",
+        "-Wno-undefined-func-template",
+        "-Wno-macro-redefined",
+        "-Wno-missing-template-arg-list-after-template-kw",
+        "-fgpu-flush-denormals-to-zero",
+    ];
+    if version <= (6, 3, 42132) {
+        flags.push("-mllvm --amdgpu-enable-max-ilp-scheduling-strategy=1");
+    }
+    if version > (5, 5, 0) {
+        flags.push("-mllvm --lsr-drop-solution=1");
+    }
+    if version > (5, 7, 23302) {
+        flags.push("-fno-offload-uniform-block");
+    }
+    if version > (6, 1, 40090) {
+        flags.push("-mllvm -enable-post-misched=0");
+    }
+    if version > (6, 2, 41132) {
+        flags.push("-mllvm -amdgpu-early-inline-all=true");
+        flags.push("-mllvm -amdgpu-function-calls=false");
+    }
+    if version > (6, 2, 41133) {
+        flags.push("-mllvm -amdgpu-coerce-illegal-types=1");
+    }
+    flags
+}
+
+/// Whether the compiler accepts `flag` (an `-mllvm` option), probed once and cached.
+fn flag_supported(
+    toolchain: &HipToolchain,
+    flag: &str,
+    arch: &str,
+    cache: &Path,
+    scratch: &Path,
+) -> Result<bool> {
+    let key = blake3::hash(format!("{}\0{flag}\0{arch}", toolchain.identity).as_bytes()).to_hex();
+    let record = cache.join("flag-probes").join(&key[..24]);
+    if let Ok(answer) = std::fs::read_to_string(&record) {
+        return Ok(answer == "yes");
+    }
+    std::fs::create_dir_all(scratch).map_err(crate::error::io_error("create", scratch))?;
+    let source = scratch.join("qola-flag-probe.hip");
+    write_atomic(
+        &source,
+        b"#include <hip/hip_runtime.h>\n__global__ void qola_flag_probe() {}\n",
+    )?;
+    let object = scratch.join("qola-flag-probe.o");
+    let ok = Command::new(&toolchain.path)
+        .args(["-x", "hip", &format!("--offload-arch={arch}"), "-c"])
+        .args(flag.split_whitespace())
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .map(|o| {
+            o.status.success()
+                && !String::from_utf8_lossy(&o.stderr).contains("Unknown command line argument")
+        })
+        .unwrap_or(false);
+    let _ = std::fs::remove_file(&object);
+    write_atomic(&record, if ok { b"yes" } else { b"no" })?;
+    Ok(ok)
+}
+
+/// A module of the prepared tree, ready to compile: its generated and listed sources, include
+/// directories in AITER's order and AITER's flags.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AiterModule {
+    /// The recipe after the manifest's overrides.
+    pub recipe: ModuleRecipe,
+    /// What each generator produced.
+    pub generated: Vec<Generated>,
+    /// Every source to compile, sorted (listed sources, then generated `.cpp`/`.cu`/`.hip`).
+    pub sources: Vec<PathBuf>,
+    /// Include directories in AITER's order.
+    pub includes: Vec<PathBuf>,
+    /// Compile flags, one argument each, without architectures and includes.
+    pub flags: Vec<String>,
+    /// Flags dropped because the compiler does not know them.
+    pub dropped_flags: Vec<String>,
+    /// The compiler the flags were chosen (and probed) for.
+    pub toolchain: HipToolchain,
+}
+
+impl AiterModule {
+    /// A [`crate::HipBuild`] of this module's sources with AITER's includes and flags.
+    pub fn hip_build(&self) -> crate::HipBuild {
+        let mut build = crate::HipBuild::new();
+        build.compiler(&self.toolchain.path).files(&self.sources);
+        for dir in &self.includes {
+            build.include(dir);
+        }
+        for flag in &self.flags {
+            build.flag(flag);
+        }
+        build
+    }
+}
+
+/// What to build a module from.
+#[derive(Debug, Clone)]
+pub struct AiterModuleSpec<'a> {
+    /// The prepared checkout.
+    pub root: &'a Path,
+    /// The manifest's entry.
+    pub module: &'a Module,
+    /// Architectures to generate and compile for.
+    pub archs: &'a [String],
+    /// Where generated code goes (under `OUT_DIR`).
+    pub gen_dir: &'a Path,
+    /// qola's cache (flag probes).
+    pub cache: &'a Path,
+    /// A CK instance filter (`--filter` of CK's generator), for narrow builds.
+    pub ck_filter: Option<&'a str>,
+    /// The HIP compiler (default: found as [`crate::HipBuild`] finds it).
+    pub compiler: Option<&'a Path>,
+    /// Print Cargo directives (inside a build script).
+    pub cargo_metadata: bool,
+}
+
+/// Prepares a module: checks the compiler is new enough for composable_kernel, evaluates the
+/// recipe, applies the manifest's overrides, runs (or reuses) the code generators into
+/// `gen_dir`, and chooses AITER's flags for this compiler.
+pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
+    let directives = crate::cargo::Directives::new(spec.cargo_metadata);
+    let env = Env::new(&directives);
+    let toolchain = match spec.compiler {
+        Some(path) => HipToolchain::identify(path)?,
+        None => HipToolchain::find(&env)?,
+    };
+    check_ck_toolchain(&toolchain)?;
+    prepare_with(spec, toolchain, &env)
+}
+
+fn prepare_with(spec: &AiterModuleSpec, toolchain: HipToolchain, env: &Env) -> Result<AiterModule> {
+    let toolchain = &toolchain;
+    let arch = spec.archs.first().cloned().unwrap_or_default();
+    let paths = AiterPaths {
+        root: spec.root.to_path_buf(),
+        arch: arch.clone(),
+    };
+    let mut recipe = recipe::load(&paths, &spec.module.name, env)?;
+    recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
+    if let Some(filter) = spec.ck_filter {
+        for cmd in &mut recipe.blob_gen_cmd {
+            if cmd.contains("01_fmha/generate.py") {
+                cmd.push_str(&format!(" --filter {filter}"));
+            }
+        }
+    }
+    let python = match env.var_os("QOLA_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => which::which("python3").map_err(|_| Error::Codegen {
+            command: "python3".to_string(),
+            stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` module".to_string(),
+        })?,
+    };
+    let gen_root = spec.gen_dir.join(&recipe.name);
+    let mut generated = Vec::new();
+    for (index, cmd) in recipe.blob_gen_cmd.iter().enumerate() {
+        generated.push(codegen::run_generator(
+            &python,
+            cmd,
+            index,
+            &gen_root,
+            &spec.archs.join(";"),
+        )?);
+    }
+    let mut sources: Vec<PathBuf> = recipe.srcs.clone();
+    for g in &generated {
+        sources.extend(
+            g.files
+                .iter()
+                .filter(|f| {
+                    f.extension()
+                        .is_some_and(|x| x == "cpp" || x == "cu" || x == "hip")
+                })
+                .cloned(),
+        );
+    }
+    sources.sort();
+    let root = spec.root;
+    let ck = root.join("3rdparty/composable_kernel");
+    let mut includes = vec![
+        root.join("3rdparty/ck_helper"),
+        ck.join("include"),
+        ck.join("library/include"),
+        root.join("csrc/include"),
+    ];
+    includes.extend(generated.iter().map(|g| g.dir.clone()));
+    includes.extend(recipe.extra_include.iter().cloned());
+    includes.push(root.join("csrc/include/torch"));
+
+    let version = hip_version(toolchain).unwrap_or((0, 0, 0));
+    let mut candidates: Vec<String> = vec![
+        "-DWITH_HIP".into(),
+        "-fPIC".into(),
+        "-std=c++20".into(),
+        "-O3".into(),
+    ];
+    candidates.extend(recipe.flags_extra_cc.iter().cloned());
+    candidates.extend(
+        [
+            "-D__HIP_PLATFORM_AMD__=1",
+            "-DUSE_ROCM=1",
+            "-DHIPBLAS_V2",
+            "-DCUDA_HAS_FP16=1",
+            "-D__HIP_NO_HALF_OPERATORS__=1",
+            "-D__HIP_NO_HALF_CONVERSIONS__=1",
+            "-mcmodel=large",
+            "-fno-unique-section-names",
+            "-ffunction-sections",
+            "-fdata-sections",
+            "-fvisibility=hidden",
+            "-fvisibility-inlines-hidden",
+        ]
+        .map(String::from),
+    );
+    // core.py sorts and deduplicates its HIP flags before probing them.
+    let mut hip: Vec<String> = core_hip_flags(version)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    hip.extend(recipe.flags_extra_hip.iter().cloned());
+    hip.sort();
+    hip.dedup();
+    let mut dropped_flags = Vec::new();
+    let scratch = spec.gen_dir.join("qola-flag-probe");
+    for flag in hip {
+        if flag.starts_with("-mllvm")
+            && !flag_supported(toolchain, &flag, &arch, spec.cache, &scratch)?
+        {
+            dropped_flags.push(flag);
+            continue;
+        }
+        candidates.push(flag);
+    }
+    let keep_inline_all = env.flag("QOLA_AITER_KEEP_INLINE_ALL")?;
+    let upstream_clang = toolchain
+        .clang_version
+        .as_deref()
+        .and_then(|v| v.split("clang version ").nth(1))
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.trim().parse::<u32>().ok())
+        .is_some_and(|major| {
+            major >= 20
+                && !toolchain
+                    .clang_version
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("AMD")
+        });
+    if !keep_inline_all
+        && upstream_clang
+        && candidates
+            .iter()
+            .any(|f| f == "-mllvm -amdgpu-function-calls=false")
+    {
+        candidates.push("-mllvm -amdgpu-function-calls=true".into());
+    }
+    candidates.push("-fno-gpu-rdc".into());
+    let flags = candidates
+        .iter()
+        .flat_map(|f| f.split_whitespace().map(String::from).collect::<Vec<_>>())
+        .collect();
+    Ok(AiterModule {
+        recipe,
+        generated,
+        sources,
+        includes,
+        flags,
+        dropped_flags,
+        toolchain: toolchain.clone(),
+    })
+}

@@ -1,0 +1,517 @@
+//! A module's build recipe from AITER's `aiter/jit/optCompilerConfig.json`, evaluated without
+//! Python.
+//!
+//! Every field of an entry is a Python expression in a string. The small language those entries
+//! use is evaluated here: string literals (`'-DFOO=1'`), f-strings over the known path variables
+//! (`f'{CK_DIR}/example/...'`, `{{}}` for the output-directory placeholder), `get_asm_dir()`,
+//! `get_gfx()`, `os.environ.get(NAME[, default])` (read through qola's environment helper), and
+//! `None`, `True`, `False`. Anything else is an error naming the module and the field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+
+/// Where the AITER tree's parts are, as AITER's `core.py` names them.
+#[derive(Debug, Clone)]
+pub struct AiterPaths {
+    /// The prepared checkout (`AITER_META_DIR` and `AITER_ROOT_DIR`).
+    pub root: PathBuf,
+    /// The architecture `get_gfx()` answers (the first one compiled for).
+    pub arch: String,
+}
+
+impl AiterPaths {
+    /// The value of a path variable, or `None` for an unknown name.
+    fn variable(&self, name: &str, env: &Env) -> Result<Option<String>> {
+        let root = self.root.to_string_lossy();
+        Ok(Some(match name {
+            "AITER_META_DIR" | "AITER_ROOT_DIR" => root.into_owned(),
+            "AITER_CSRC_DIR" => format!("{root}/csrc"),
+            "AITER_GRADLIB_DIR" => format!("{root}/gradlib"),
+            "CK_HELPER_DIR" => format!("{root}/3rdparty/ck_helper"),
+            "CK_DIR" | "CK_3RDPARTY_DIR" => match env.var("CK_DIR")? {
+                Some(dir) => dir,
+                None => format!("{root}/3rdparty/composable_kernel"),
+            },
+            "AITER_ASM_DIR" => format!("{root}/hsa/{}/", self.arch),
+            _ => return Ok(None),
+        }))
+    }
+}
+
+/// A module's recipe with every expression evaluated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ModuleRecipe {
+    /// The module's name (`libmha_fwd`).
+    pub name: String,
+    /// Listed sources.
+    pub srcs: Vec<PathBuf>,
+    /// Extra flags for C++ host compiles.
+    pub flags_extra_cc: Vec<String>,
+    /// Extra flags for HIP compiles.
+    pub flags_extra_hip: Vec<String>,
+    /// Extra include directories.
+    pub extra_include: Vec<PathBuf>,
+    /// Code generator commands (a Python script and its arguments), `{}` standing for the
+    /// output directory.
+    pub blob_gen_cmd: Vec<String>,
+}
+
+/// An evaluated expression.
+#[derive(Debug, Clone, PartialEq)]
+enum Eval {
+    Str(String),
+    None,
+    Bool(bool),
+}
+
+struct Evaluator<'a> {
+    module: &'a str,
+    field: &'a str,
+    paths: &'a AiterPaths,
+    env: &'a Env<'a>,
+}
+
+impl Evaluator<'_> {
+    fn fail(&self, expr: &str, why: &str) -> Error {
+        Error::AiterConfig {
+            module: self.module.to_string(),
+            field: self.field.to_string(),
+            expression: expr.to_string(),
+            why: why.to_string(),
+        }
+    }
+
+    fn eval(&self, expr: &str) -> Result<Eval> {
+        let e = expr.trim();
+        match e {
+            "None" => return Ok(Eval::None),
+            "True" => return Ok(Eval::Bool(true)),
+            "False" => return Ok(Eval::Bool(false)),
+            _ => {}
+        }
+        if let Some(body) = e.strip_prefix('f') {
+            let inner =
+                quoted(body).ok_or_else(|| self.fail(expr, "an f-string must be quoted"))?;
+            return self.fstring(expr, inner).map(Eval::Str);
+        }
+        if let Some(inner) = quoted(e) {
+            return Ok(Eval::Str(unescape(inner)));
+        }
+        self.call(expr, e)
+    }
+
+    /// `os.environ.get(...)`, `get_asm_dir()`, `get_gfx()`, or a path variable.
+    fn call(&self, whole: &str, e: &str) -> Result<Eval> {
+        if let Some(args) = e
+            .strip_prefix("os.environ.get(")
+            .and_then(|r| r.strip_suffix(')'))
+        {
+            let (name, default) = match split_args(args).as_slice() {
+                [name] => (name.clone(), None),
+                [name, default] => (name.clone(), Some(default.clone())),
+                _ => return Err(self.fail(whole, "os.environ.get takes a name and a default")),
+            };
+            let name = quoted(&name)
+                .map(unescape)
+                .ok_or_else(|| self.fail(whole, "the variable name must be a string literal"))?;
+            return Ok(match self.env.var(&name)? {
+                Some(value) => Eval::Str(value),
+                None => match default {
+                    None => Eval::None,
+                    Some(d) if d.parse::<i64>().is_ok() || d.parse::<f64>().is_ok() => Eval::Str(d),
+                    Some(d) => self.eval(&d)?,
+                },
+            });
+        }
+        match e {
+            "get_asm_dir()" => Ok(Eval::Str(format!(
+                "{}/hsa/{}/",
+                self.paths.root.display(),
+                self.paths.arch
+            ))),
+            "get_gfx()" => Ok(Eval::Str(self.paths.arch.clone())),
+            name if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => self
+                .paths
+                .variable(name, self.env)?
+                .map(Eval::Str)
+                .ok_or_else(|| self.fail(whole, &format!("unknown variable `{name}`"))),
+            _ => Err(self.fail(
+                whole,
+                "outside the language qola evaluates (literals, f-strings over path variables, os.environ.get, get_asm_dir(), get_gfx())",
+            )),
+        }
+    }
+
+    fn fstring(&self, whole: &str, body: &str) -> Result<String> {
+        let mut out = String::new();
+        let chars: Vec<char> = body.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            match chars[i] {
+                '{' if chars.get(i + 1) == Some(&'{') => {
+                    out.push('{');
+                    i += 2;
+                }
+                '}' if chars.get(i + 1) == Some(&'}') => {
+                    out.push('}');
+                    i += 2;
+                }
+                '{' => {
+                    let end = matching_brace(&chars, i)
+                        .ok_or_else(|| self.fail(whole, "unbalanced `{` in the f-string"))?;
+                    let inner: String = chars[i + 1..end].iter().collect();
+                    match self.eval(&inner)? {
+                        Eval::Str(s) => out.push_str(&s),
+                        Eval::Bool(b) => out.push_str(if b { "True" } else { "False" }),
+                        Eval::None => out.push_str("None"),
+                    }
+                    i = end + 1;
+                }
+                '\\' if i + 1 < chars.len() => {
+                    out.push(chars[i + 1]);
+                    i += 2;
+                }
+                c => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The text between matching quotes (`'x'` or `"x"`), if `s` is one quoted string.
+fn quoted(s: &str) -> Option<&str> {
+    let s = s.trim();
+    let q = s.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let inner = s.strip_prefix(q)?.strip_suffix(q)?;
+    // A quote of the same kind inside, unescaped, means this is not one string.
+    let mut escaped = false;
+    for c in inner.chars() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == q {
+            return None;
+        }
+    }
+    Some(inner)
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(n) = chars.next() {
+                out.push(n);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The `}` closing the `{` at `open`, skipping quoted text.
+fn matching_brace(chars: &[char], open: usize) -> Option<usize> {
+    let mut depth = 0;
+    let mut quote: Option<char> = None;
+    for (i, &c) in chars.iter().enumerate().skip(open) {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '{') => depth += 1,
+            (None, '}') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Splits call arguments at top-level commas.
+fn split_args(args: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut quote: Option<char> = None;
+    for c in args.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => {
+                quote = None;
+                current.push(c);
+            }
+            (Some(_), c) => current.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                current.push(c);
+            }
+            (None, ',') => out.push(std::mem::take(&mut current).trim().to_string()),
+            (None, c) => current.push(c),
+        }
+    }
+    if !current.trim().is_empty() {
+        out.push(current.trim().to_string());
+    }
+    out
+}
+
+/// Reads `aiter/jit/optCompilerConfig.json` from the prepared tree at `paths.root` and evaluates
+/// the entry `module`.
+pub(crate) fn load(paths: &AiterPaths, module: &str, env: &Env) -> Result<ModuleRecipe> {
+    let file = paths.root.join("aiter/jit/optCompilerConfig.json");
+    let text = std::fs::read_to_string(&file).map_err(crate::error::io_error("read", &file))?;
+    let all: BTreeMap<String, Value> =
+        serde_json::from_str(&text).map_err(|e| Error::AiterConfig {
+            module: module.to_string(),
+            field: "(file)".to_string(),
+            expression: file.display().to_string(),
+            why: e.to_string(),
+        })?;
+    let entry = all.get(module).ok_or_else(|| Error::AiterConfig {
+        module: module.to_string(),
+        field: "(entry)".to_string(),
+        expression: String::new(),
+        why: format!(
+            "no such module in {}; known: {}",
+            file.display(),
+            all.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    })?;
+    let strings = |field: &str| -> Result<Vec<String>> {
+        let ev = Evaluator {
+            module,
+            field,
+            paths,
+            env,
+        };
+        let items: Vec<&Value> = match entry.get(field) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items.iter().collect(),
+            Some(other) => vec![other],
+        };
+        let mut out = Vec::new();
+        for item in items {
+            let Value::String(expr) = item else {
+                return Err(ev.fail(&item.to_string(), "not a string expression"));
+            };
+            match ev.eval(expr)? {
+                Eval::Str(s) => out.push(s),
+                Eval::None => {}
+                Eval::Bool(_) => return Err(ev.fail(expr, "a boolean where a string is expected")),
+            }
+        }
+        Ok(out)
+    };
+    Ok(ModuleRecipe {
+        name: module.to_string(),
+        srcs: strings("srcs")?.into_iter().map(PathBuf::from).collect(),
+        flags_extra_cc: strings("flags_extra_cc")?,
+        flags_extra_hip: strings("flags_extra_hip")?,
+        extra_include: strings("extra_include")?
+            .into_iter()
+            .map(PathBuf::from)
+            .collect(),
+        blob_gen_cmd: strings("blob_gen_cmd")?,
+    })
+}
+
+/// The manifest's overrides of a recipe (QoLA's `[[modules]]` fields).
+pub(crate) fn apply_overrides(
+    recipe: &mut ModuleRecipe,
+    module: &crate::manifest::Module,
+    archs: &[String],
+) {
+    if let Some(receipt) = module.receipt {
+        for cmd in &mut recipe.blob_gen_cmd {
+            *cmd = replace_option(cmd, "--receipt", &receipt.to_string());
+        }
+    }
+    recipe.srcs.retain(|src| {
+        !module
+            .drop_srcs
+            .iter()
+            .any(|drop| src.to_string_lossy().ends_with(drop.as_str()))
+    });
+    recipe.blob_gen_cmd.retain(|cmd| {
+        !module.drop_directions.iter().any(|d| {
+            cmd.split_whitespace()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w == ["-d", d.as_str()])
+        })
+    });
+    // CK's generator takes the architectures to generate for.
+    for cmd in &mut recipe.blob_gen_cmd {
+        if cmd.contains("01_fmha/generate.py") {
+            let targets = archs.join(",");
+            *cmd = if cmd.contains("--targets") {
+                replace_option(cmd, "--targets", &targets)
+            } else {
+                format!("{cmd} --targets {targets}")
+            };
+        }
+    }
+    if let Some(md_name) = &module.md_name {
+        recipe.name = md_name.clone();
+    }
+}
+
+/// `cmd` with the value after every `option` replaced by `value`.
+fn replace_option(cmd: &str, option: &str, value: &str) -> String {
+    let mut words: Vec<String> = cmd.split(' ').map(String::from).collect();
+    for i in 0..words.len().saturating_sub(1) {
+        if words[i] == option {
+            words[i + 1] = value.to_string();
+        }
+    }
+    words.join(" ")
+}
+
+/// The recipe's generator scripts resolved: each command's script path and its arguments with
+/// `{}` replaced by `out_dir`.
+pub(crate) fn generator_argv(cmd: &str, out_dir: &Path) -> Vec<String> {
+    shell_words(&cmd.replace("{}", &out_dir.to_string_lossy()))
+}
+
+/// Splits a command on spaces, keeping double- or single-quoted words whole (quotes removed).
+fn shell_words(cmd: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in cmd.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(word);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cargo::Directives;
+
+    fn eval(expr: &str) -> Result<Eval> {
+        let directives = Directives::new(false);
+        let env = Env::new(&directives);
+        let paths = AiterPaths {
+            root: PathBuf::from("/a"),
+            arch: "gfx942".to_string(),
+        };
+        Evaluator {
+            module: "m",
+            field: "f",
+            paths: &paths,
+            env: &env,
+        }
+        .eval(expr)
+    }
+
+    #[test]
+    fn the_config_language_evaluates() {
+        assert_eq!(eval("'-DX=1'").unwrap(), Eval::Str("-DX=1".into()));
+        assert_eq!(
+            eval("f'{CK_DIR}/example/generate.py -d fwd --output_dir {{}}'").unwrap(),
+            Eval::Str(
+                "/a/3rdparty/composable_kernel/example/generate.py -d fwd --output_dir {}".into()
+            )
+        );
+        assert_eq!(
+            eval(r#"f'-DY={os.environ.get("QOLA_SURELY_UNSET_VARIABLE", 2)}'"#).unwrap(),
+            Eval::Str("-DY=2".into())
+        );
+        assert_eq!(
+            eval("os.environ.get('QOLA_SURELY_UNSET_VARIABLE')").unwrap(),
+            Eval::None
+        );
+        assert_eq!(
+            eval("f'{get_asm_dir()}/fmha_v3_fwd/codegen.py'").unwrap(),
+            Eval::Str("/a/hsa/gfx942//fmha_v3_fwd/codegen.py".into())
+        );
+        assert_eq!(eval("None").unwrap(), Eval::None);
+        assert_eq!(eval("True").unwrap(), Eval::Bool(true));
+    }
+
+    #[test]
+    fn anything_else_is_an_error_naming_module_and_field() {
+        for bad in [
+            "__import__('os').system('x')",
+            "f'{open(\"x\")}'",
+            "f'{NOT_A_VARIABLE}'",
+            "1 + 1",
+        ] {
+            let e = eval(bad).unwrap_err();
+            let message = e.to_string();
+            assert!(
+                message.contains("module m") && message.contains("field f"),
+                "{bad}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn overrides_rewrite_receipts_drop_directions_and_pin_targets() {
+        let mut recipe = ModuleRecipe {
+            name: "libmha_fwd".into(),
+            srcs: vec!["/a/x.cu".into(), "/a/y.cu".into()],
+            flags_extra_cc: vec![],
+            flags_extra_hip: vec![],
+            extra_include: vec![],
+            blob_gen_cmd: vec![
+                "/ck/01_fmha/generate.py -d fwd --receipt 600 --output_dir {}".into(),
+                "/ck/01_fmha/generate.py -d fwd_splitkv --receipt 600 --output_dir {}".into(),
+            ],
+        };
+        let module = crate::manifest::Module {
+            name: "libmha_fwd".into(),
+            receipt: Some(700),
+            drop_srcs: vec!["y.cu".into()],
+            drop_directions: vec!["fwd_splitkv".into()],
+            md_name: Some("libqola_fwd".into()),
+            ..Default::default()
+        };
+        apply_overrides(&mut recipe, &module, &["gfx942".to_string()]);
+        assert_eq!(recipe.srcs, vec![PathBuf::from("/a/x.cu")]);
+        assert_eq!(
+            recipe.blob_gen_cmd,
+            vec![
+                "/ck/01_fmha/generate.py -d fwd --receipt 700 --output_dir {} --targets gfx942"
+                    .to_string()
+            ]
+        );
+        assert_eq!(recipe.name, "libqola_fwd");
+    }
+}

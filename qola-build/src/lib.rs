@@ -84,6 +84,7 @@ mod lock;
 pub mod manifest;
 mod options;
 mod patch;
+mod plan;
 mod prepare;
 mod report;
 mod snapshot;
@@ -93,7 +94,22 @@ mod sync;
 mod toolchain;
 mod untracked;
 
-pub use compile::{CompileReport, HipBuild, UnitReport};
+pub use compile::{CompilePlan, CompileReport, HipBuild, PlannedUnit, UnitReport};
+pub use plan::{GeneratorPlan, ModulePlan, Plan};
+
+/// The GPU architectures to compile for, as [`HipBuild`] resolves them (`QOLA_GPU_ARCHS`,
+/// `GPU_ARCHS`, then `manifest_archs`, then this machine's GPUs), from a build script.
+pub fn gpu_archs(manifest_archs: &[String]) -> Result<Vec<String>> {
+    let directives = cargo::Directives::new(true);
+    archs::resolve(&env::Env::new(&directives), &[], manifest_archs)
+}
+
+/// qola's cache directory (`QOLA_CACHE_DIR`, `$XDG_CACHE_HOME/qola`, `$HOME/.cache/qola`), from
+/// a build script.
+pub fn cache_dir() -> Result<std::path::PathBuf> {
+    let directives = cargo::Directives::new(true);
+    options::cache_dir(&env::Env::new(&directives)).ok_or(Error::NoCacheDir)
+}
 
 /// Reads an environment variable from a build script the way qola does: Cargo is told to rerun
 /// the script when it changes (`cargo:rerun-if-env-changed`); unset and empty are both `None`.

@@ -350,7 +350,9 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         };
         if now_state != prepared {
             all_prepared = false;
-            if now_state == at_pin && expected_paths.contains_key(path) {
+            // Back at the pinned commit although the previous preparation had patched it.
+            let was_patched = stamp.as_ref().is_none_or(|s| s.paths.contains_key(path));
+            if now_state == at_pin && expected_paths.contains_key(path) && was_patched {
                 reverted.push(path.clone());
             }
         }

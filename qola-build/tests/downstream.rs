@@ -174,3 +174,80 @@ fn qola_sys_on_docs_rs_compiles_nothing() {
     assert!(out.status.success(), "{log}");
     assert!(!log.contains("qola compiled"), "{log}");
 }
+
+/// The narrow AITER build: 4 CK forward instances (bf16, head dim 128, batch mode, LSE, with
+/// and without the causal mask) plus the generated APIs and qola's wrapper.
+const NARROW_FILTER: &str =
+    "fmha_fwd_d128_bf16_batch_*_qr_async_vr_ps*ddv_nlogits_nbias_*mask_lse_ndropout_*";
+
+#[test]
+fn qola_sys_builds_a_narrow_aiter_libmha_fwd_for_gfx942_exporting_only_the_c_api() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    qola_sys_dependent(tmp.path());
+    let fixtures = fixtures_dir();
+    let commit = PathBuf::from(&real.commit);
+    let env: Vec<(&str, &Path)> = vec![
+        ("QOLA_KERNELS", Path::new("aiter")),
+        ("QOLA_AITER_URL", &real.upstream),
+        ("QOLA_AITER_COMMIT", &commit),
+        ("QOLA_AITER_MODULES", Path::new("libmha_fwd")),
+        ("QOLA_CK_FILTER", Path::new(NARROW_FILTER)),
+        ("HIPCC", &hipcc),
+        ("GPU_ARCHS", Path::new("gfx942")),
+    ];
+    // The checkout and the object cache persist between runs (a warm machine compiles nothing).
+    let root = fixtures.join("aiter-narrow");
+    let cache = fixtures.join("cache");
+    let mut env = env;
+    env.push(("QOLA_AITER_ROOT", &root));
+    env.push(("QOLA_CACHE_DIR", &cache));
+
+    let first = cargo(tmp.path(), "build", &env);
+    let log = text(&first);
+    assert!(first.status.success(), "{log}");
+    let library = newest_library(
+        &fixtures.join("downstream-target/debug/build"),
+        "libmha_fwd.a",
+    );
+    let readelf = Command::new("readelf")
+        .args(["-sW"])
+        .arg(&library)
+        .output()
+        .unwrap();
+    let symbols = String::from_utf8_lossy(&readelf.stdout);
+    let exported: Vec<&str> = symbols
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 8 && f[4] == "GLOBAL" && f[5] == "DEFAULT" && f[6] != "UND").then(|| f[7])
+        })
+        .collect();
+    assert_eq!(exported, ["qola_mha_fwd"], "{}", library.display());
+
+    let second = cargo(tmp.path(), "build", &env);
+    let log = text(&second);
+    assert!(second.status.success(), "{log}");
+    assert!(
+        !log.contains("qola compiled"),
+        "a second build compiles nothing: {log}"
+    );
+}
+
+/// The most recently written file named `name` under `dir`.
+fn newest_library(dir: &Path, name: &str) -> PathBuf {
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("out").join(name))
+        .filter(|p| p.is_file())
+        .map(|p| (p.metadata().unwrap().modified().unwrap(), p))
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .unwrap_or_else(|| panic!("no {name} under {}", dir.display()))
+        .1
+}

@@ -216,10 +216,15 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         None => HipToolchain::find(&env)?,
     };
     check_ck_toolchain(&toolchain)?;
-    prepare_with(spec, toolchain, &env)
+    prepare_with(spec, toolchain, &env, &directives)
 }
 
-fn prepare_with(spec: &AiterModuleSpec, toolchain: HipToolchain, env: &Env) -> Result<AiterModule> {
+fn prepare_with(
+    spec: &AiterModuleSpec,
+    toolchain: HipToolchain,
+    env: &Env,
+    directives: &crate::cargo::Directives,
+) -> Result<AiterModule> {
     let toolchain = &toolchain;
     let arch = spec.archs.first().cloned().unwrap_or_default();
     let paths = AiterPaths {
@@ -244,7 +249,13 @@ fn prepare_with(spec: &AiterModuleSpec, toolchain: HipToolchain, env: &Env) -> R
     };
     let gen_root = spec.gen_dir.join(&recipe.name);
     let mut generated = Vec::new();
+    directives.rerun_if_changed(&spec.root.join("aiter/jit/optCompilerConfig.json"));
     for (index, cmd) in recipe.blob_gen_cmd.iter().enumerate() {
+        // The generator's own tree is its input (Cargo scans a directory recursively).
+        let argv = recipe::generator_argv(cmd, spec.gen_dir);
+        if let Some(script_dir) = argv.first().and_then(|s| Path::new(s).parent()) {
+            directives.rerun_if_changed(script_dir);
+        }
         generated.push(codegen::run_generator(
             &python,
             cmd,

@@ -15,6 +15,8 @@ commands:
   prepare   make the checkout the prepared state (clone, resync, or nothing when up to date)
   status    say what prepare would do and why; writes nothing, takes no lock, never fetches
   diff      print local edits relative to the prepared state as a patch for the series
+  plan      every command a build of the manifest's AITER modules would run (code generation
+            runs into --gen-dir; nothing compiles); the tree must be prepared
 
 options:
   --manifest FILE   manifest (default: QOLA_MANIFEST, else ./qola.toml if present)
@@ -27,6 +29,8 @@ options:
   --offline         never use the network (QOLA_OFFLINE=1)
   --json            print one JSON object on standard output (prepare, status)
   -o FILE           diff: write the patch to FILE instead of standard output
+  --gen-dir DIR     plan: where generated code goes (default: qola-plan/gen)
+  --filter GLOB     plan: only CK instances whose name matches (CK's --filter)
   -h, --help        this text
   -V, --version     qola's version
 
@@ -37,6 +41,8 @@ struct Cli {
     options: Prepare,
     json: bool,
     output: Option<String>,
+    gen_dir: Option<String>,
+    filter: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Option<Cli>, String> {
@@ -45,6 +51,8 @@ fn parse(args: &[String]) -> Result<Option<Cli>, String> {
     let mut command = None;
     let mut json = false;
     let mut output = None;
+    let mut gen_dir = None;
+    let mut filter = None;
     let mut i = 0;
     while i < args.len() {
         let arg = args[i].as_str();
@@ -76,6 +84,8 @@ fn parse(args: &[String]) -> Result<Option<Cli>, String> {
                 options.patches_dir(value(arg)?);
             }
             "-o" | "--output" => output = Some(value(arg)?),
+            "--gen-dir" => gen_dir = Some(value(arg)?),
+            "--filter" => filter = Some(value(arg)?),
             "--force" => {
                 options.force(true);
             }
@@ -95,7 +105,7 @@ fn parse(args: &[String]) -> Result<Option<Cli>, String> {
     let Some(command) = command else {
         return Ok(None);
     };
-    if !matches!(command.as_str(), "prepare" | "status" | "diff") {
+    if !matches!(command.as_str(), "prepare" | "status" | "diff" | "plan") {
         return Err(format!("unknown command `{command}`"));
     }
     if command == "diff" && json {
@@ -109,6 +119,8 @@ fn parse(args: &[String]) -> Result<Option<Cli>, String> {
         options,
         json,
         output,
+        gen_dir,
+        filter,
     }))
 }
 
@@ -149,6 +161,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if cli.command == "plan" {
+        return plan(&cli);
+    }
     let result = match cli.command.as_str() {
         "prepare" => cli.options.try_prepare(),
         "status" => cli.options.try_status(),
@@ -183,6 +198,43 @@ fn main() -> ExitCode {
                 print_json(&serde_json::json!({ "action": "error", "error": e.to_string() }));
             }
             eprintln!("qola {}: error: {e}", cli.command);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn plan(cli: &Cli) -> ExitCode {
+    let base = std::path::PathBuf::from("qola-plan");
+    let gen_dir = cli
+        .gen_dir
+        .as_deref()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| base.join("gen"));
+    match cli
+        .options
+        .try_plan(&gen_dir, &base.join("out"), cli.filter.as_deref())
+    {
+        Ok(plan) => {
+            if cli.json {
+                print_json(&serde_json::to_value(&plan).expect("a plan always serializes"));
+            }
+            for module in &plan.modules {
+                let cached = module.compile.units.iter().filter(|u| u.cached).count();
+                eprintln!(
+                    "qola plan: {}: {} generators, {} units ({cached} cached), {} link steps",
+                    module.name,
+                    module.generators.len(),
+                    module.compile.units.len(),
+                    module.compile.link.len()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            if cli.json {
+                print_json(&serde_json::json!({ "action": "error", "error": e.to_string() }));
+            }
+            eprintln!("qola plan: error: {e}");
             ExitCode::from(1)
         }
     }

@@ -13,7 +13,8 @@
 //! 4. The objects are linked into a static library exporting only the C API (see `link`), plus
 //!    `amdhip64`.
 //! 5. Inside a build script: `rerun-if-changed` for every source and every header the depfiles
-//!    list, `rerun-if-env-changed` for every variable read; a log in `OUT_DIR`
+//!    list (but not those under `OUT_DIR`: generated, not inputs), `rerun-if-env-changed` for
+//!    every variable read; a log in `OUT_DIR`
 //!    (`qola-compile.log`, a line per unit) and one `cargo:warning` summary when something
 //!    compiled. A failed compile reports its exact command and the compiler's stderr, and writes
 //!    `repro.sh` next to the log.
@@ -446,10 +447,13 @@ impl HipBuild {
             }
             println!("cargo:rustc-link-lib=dylib=amdhip64");
         }
+        // Inputs only: sources and headers this build script generated (under OUT_DIR) are
+        // outputs, and watching them would rerun the script after every build.
         for unit in &units {
-            directives.rerun_if_changed(&unit.source);
-            for header in &unit.headers {
-                directives.rerun_if_changed(header);
+            for path in std::iter::once(&unit.source).chain(&unit.headers) {
+                if !path.starts_with(&out_dir) {
+                    directives.rerun_if_changed(path);
+                }
             }
         }
         let mut text = String::new();

@@ -1,0 +1,86 @@
+// qola_mha.h's forward over AITER's mha_fwd (QOLA_KERNELS=aiter): the same C ABI as the
+// built-in kernels, served by the CK and asm kernels of the prepared AITER tree.
+#include "mha_fwd.h"
+#include "qola_mha.h"
+
+#include <utility>
+
+extern "C" __attribute__((visibility("default"))) int qola_mha_fwd(const qola_mha_fwd_args* a,
+                                                                   hipStream_t stream)
+{
+    if(!a || !a->q || !a->k || !a->v || !a->o)
+        return (int)hipErrorInvalidValue;
+    const qola_mha_shape& s = a->shape;
+    // AITER's receipt-700 kernels are fp16 and bf16 only.
+    if((s.dtype != QOLA_DTYPE_FP16 && s.dtype != QOLA_DTYPE_BF16) || s.batch <= 0 || s.nhead <= 0 ||
+       s.seqlen_q <= 0 || s.seqlen_k <= 0 || s.head_dim <= 0 || (s.causal != 0 && s.causal != 1))
+        return (int)hipErrorInvalidValue;
+
+    aiter::mha_fwd_args args{};
+    args.q_ptr        = a->q;
+    args.k_ptr        = a->k;
+    args.v_ptr        = a->v;
+    args.bias_ptr     = nullptr;
+    args.rand_val_ptr = nullptr;
+    args.lse_ptr      = a->lse;
+    args.o_ptr        = a->o;
+
+    args.seqlen_q     = s.seqlen_q;
+    args.seqlen_k     = s.seqlen_k;
+    args.batch        = s.batch;
+    args.max_seqlen_q = s.seqlen_q;
+    args.hdim_q       = s.head_dim;
+    args.hdim_v       = s.head_dim;
+    args.nhead_q      = s.nhead;
+    args.nhead_k      = s.nhead;
+
+    args.scale_s         = s.scale;
+    args.scale_p         = 1.0f;
+    args.scale_o         = 1.0f;
+    args.logits_soft_cap = 0.0f;
+
+    args.stride_q             = (ck_tile::index_t)a->q_strides.seq;
+    args.stride_k             = (ck_tile::index_t)a->k_strides.seq;
+    args.stride_v             = (ck_tile::index_t)a->v_strides.seq;
+    args.stride_bias          = 0;
+    args.stride_randval       = 0;
+    args.stride_o             = (ck_tile::index_t)a->o_strides.seq;
+    args.nhead_stride_q       = (ck_tile::index_t)a->q_strides.head;
+    args.nhead_stride_k       = (ck_tile::index_t)a->k_strides.head;
+    args.nhead_stride_v       = (ck_tile::index_t)a->v_strides.head;
+    args.nhead_stride_bias    = 0;
+    args.nhead_stride_randval = 0;
+    args.nhead_stride_lse     = s.seqlen_q;
+    args.nhead_stride_o       = (ck_tile::index_t)a->o_strides.head;
+    args.batch_stride_q       = (ck_tile::index_t)a->q_strides.batch;
+    args.batch_stride_k       = (ck_tile::index_t)a->k_strides.batch;
+    args.batch_stride_v       = (ck_tile::index_t)a->v_strides.batch;
+    args.batch_stride_bias    = 0;
+    args.batch_stride_randval = 0;
+    args.batch_stride_lse     = s.nhead * s.seqlen_q;
+    args.batch_stride_o       = (ck_tile::index_t)a->o_strides.batch;
+
+    // Causal is aligned to the bottom right, as qola_mha.h documents.
+    const mask_enum mask   = s.causal ? mask_enum::mask_bottom_right : mask_enum::no_mask;
+    args.window_size_left  = -1;
+    args.window_size_right = s.causal ? 0 : -1;
+    args.mask_type         = (ck_tile::index_t)mask;
+    args.min_seqlen_q      = 0;
+    args.p_drop            = 0.0f;
+    args.s_randval         = false;
+    args.drop_seed_offset  = std::make_pair(uint64_t{0}, uint64_t{0});
+
+    ck_tile::stream_config config{stream};
+    const float t = aiter::mha_fwd(args,
+                                   config,
+                                   s.dtype == QOLA_DTYPE_FP16 ? "fp16" : "bf16",
+                                   /*is_group_mode=*/false,
+                                   mask,
+                                   bias_enum::no_bias,
+                                   /*has_lse=*/a->lse != nullptr,
+                                   /*use_ext_asm=*/true);
+    // A negative time: no kernel of this build handles these arguments.
+    if(t < 0)
+        return (int)hipErrorInvalidValue;
+    return (int)hipGetLastError();
+}

@@ -1,13 +1,17 @@
 //! Builds the attention kernels behind `kernels/include/qola_mha.h` into a static library with
 //! qola-build's incremental HIP pipeline.
 //!
-//! * `QOLA_KERNELS=builtin` (the default): qola's own portable kernels in `kernels/`; no AITER.
-//! * `QOLA_KERNELS=aiter`: AITER's kernels. The AITER tree is prepared (`prepare_aiter()`, with
+//! * `QOLA_KERNELS=builtin` (the default unless `QOLA_MANIFEST` names a manifest with
+//!   `[[modules]]`): qola's own portable kernels in `kernels/`; no AITER.
+//! * `QOLA_KERNELS=aiter` (the default when `QOLA_MANIFEST` names such a manifest): AITER's
+//!   kernels. The AITER tree is prepared (`prepare_aiter()`, with
 //!   the workspace's `qola.toml` unless `QOLA_MANIFEST` names another), each selected module of
 //!   the manifest is generated and compiled with AITER's flags, its hsa code objects embedded,
 //!   with qola's C API wrapper (`aiter/`). `QOLA_AITER_MODULES` selects modules (default: all of
-//!   the manifest's that have a wrapper); `QOLA_CK_FILTER` narrows CK's instances (CK's
-//!   `--filter`), for narrow builds.
+//!   the manifest's that have a wrapper: `libmha_fwd`, `libmha_bwd`); `QOLA_CK_FILTER` narrows
+//!   CK's instances (CK's `--filter`), for narrow builds, and `QOLA_CK_FILTER_<MODULE>` (e.g.
+//!   `QOLA_CK_FILTER_LIBMHA_BWD`, whose filter has CK's three-part `a@b@c` form) one module's.
+//!   One static library per module, each exporting only its `qola_mha_*` functions.
 //! * `DOCS_RS` set: nothing is compiled, the docs still build.
 
 use std::path::{Path, PathBuf};
@@ -32,10 +36,21 @@ fn build() -> Result<(), BoxError> {
         PathBuf::from(env("CARGO_MANIFEST_DIR")?.ok_or("CARGO_MANIFEST_DIR is not set")?);
     let kernels = manifest_dir.join("kernels");
     println!("cargo:include={}", kernels.join("include").display());
-    match env("QOLA_KERNELS")?.as_deref() {
-        None | Some("builtin") => builtin(&kernels),
-        Some("aiter") => aiter(&manifest_dir, &kernels),
-        Some(other) => Err(format!("QOLA_KERNELS={other}: expected builtin or aiter").into()),
+    // Without QOLA_KERNELS, a manifest the user names (QOLA_MANIFEST) with modules means AITER.
+    let default = match env("QOLA_MANIFEST")? {
+        Some(path)
+            if !qola_build::Manifest::from_path(Path::new(&path))?
+                .modules
+                .is_empty() =>
+        {
+            "aiter"
+        }
+        _ => "builtin",
+    };
+    match env("QOLA_KERNELS")?.as_deref().unwrap_or(default) {
+        "builtin" => builtin(&kernels),
+        "aiter" => aiter(&manifest_dir, &kernels),
+        other => Err(format!("QOLA_KERNELS={other}: expected builtin or aiter").into()),
     }
 }
 
@@ -57,7 +72,7 @@ fn builtin(kernels: &Path) -> Result<(), BoxError> {
         .export("qola_mha_bwd_workspace_size")
         .try_compile("qola_mha")?;
     println!(
-        "cargo:rustc-env=QOLA_MHA_LIBRARY={}",
+        "cargo:rustc-env=QOLA_MHA_LIBRARIES={}",
         report.library.display()
     );
     Ok(())
@@ -67,41 +82,93 @@ fn builtin(kernels: &Path) -> Result<(), BoxError> {
 fn wrapper(module: &str) -> Option<(&'static str, &'static [&'static str])> {
     match module {
         "libmha_fwd" => Some(("qola_aiter_fwd.cpp", &["qola_mha_fwd"])),
+        "libmha_bwd" => Some((
+            "qola_aiter_bwd.cpp",
+            &["qola_mha_bwd", "qola_mha_bwd_workspace_size"],
+        )),
         _ => None,
     }
 }
 
-fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
-    let mut prepare = qola_build::Prepare::new();
-    if env("QOLA_MANIFEST")?.is_none() {
-        prepare.manifest(manifest_dir.join("../qola.toml"));
+/// A module to build, its wrapper source and the symbols that wrapper exports.
+type Selected<'m> = (
+    &'m qola_build::manifest::Module,
+    &'static str,
+    &'static [&'static str],
+);
+
+/// The manifest's modules that `QOLA_AITER_MODULES` selects (default: every module with a
+/// wrapper), with their wrappers; checked before anything is prepared.
+fn selected_modules<'m>(
+    manifest: &'m qola_build::Manifest,
+    selection: Option<&str>,
+) -> Result<Vec<Selected<'m>>, BoxError> {
+    let names: Option<Vec<&str>> = selection.map(|m| m.split(',').map(str::trim).collect());
+    if let Some(names) = &names {
+        for name in names {
+            if !manifest.modules.iter().any(|m| m.name == *name) {
+                let known: Vec<&str> = manifest.modules.iter().map(|m| m.name.as_str()).collect();
+                return Err(format!(
+                    "QOLA_AITER_MODULES={}: the manifest has no module {name} (it has: {}); fix QOLA_AITER_MODULES or add the module to the manifest",
+                    names.join(","),
+                    known.join(", ")
+                )
+                .into());
+            }
+        }
     }
-    let prepared = prepare.try_prepare()?;
+    let mut selected = Vec::new();
+    for module in &manifest.modules {
+        let named = names.as_ref().map(|n| n.contains(&module.name.as_str()));
+        match (wrapper(&module.name), named) {
+            (Some((source, exports)), None | Some(true)) => {
+                selected.push((module, source, exports))
+            }
+            (None, Some(true)) => {
+                return Err(format!(
+                    "QOLA_KERNELS=aiter: module {} has no qola C API wrapper in this version (libmha_fwd and libmha_bwd have); drop it from QOLA_AITER_MODULES",
+                    module.name
+                )
+                .into());
+            }
+            _ => {}
+        }
+    }
+    if selected.is_empty() {
+        return Err(
+            "QOLA_KERNELS=aiter: the manifest names no module qola can wrap (libmha_fwd, libmha_bwd)"
+                .into(),
+        );
+    }
+    Ok(selected)
+}
+
+fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
     let manifest_path = match env("QOLA_MANIFEST")? {
         Some(path) => PathBuf::from(path),
         None => manifest_dir.join("../qola.toml"),
     };
     let manifest = qola_build::Manifest::from_path(&manifest_path)?;
-    let selected: Option<Vec<String>> =
-        env("QOLA_AITER_MODULES")?.map(|m| m.split(',').map(|s| s.trim().to_string()).collect());
+    let selection = env("QOLA_AITER_MODULES")?;
+    let selected = selected_modules(&manifest, selection.as_deref())?;
+    let mut prepare = qola_build::Prepare::new();
+    prepare.manifest(&manifest_path);
+    let prepared = prepare.try_prepare()?;
     let archs = qola_build::gpu_archs(&manifest.build.architectures)?;
     let out_dir = PathBuf::from(env("OUT_DIR")?.ok_or("OUT_DIR is not set")?);
     let cache = qola_build::cache_dir()?;
-    let ck_filter = env("QOLA_CK_FILTER")?;
+    let any_ck_filter = env("QOLA_CK_FILTER")?;
     let wrappers = manifest_dir.join("aiter");
     println!("cargo:rerun-if-changed={}", wrappers.display());
-    let mut built = 0;
-    for module in &manifest.modules {
-        let wanted = selected.as_ref().is_none_or(|s| s.contains(&module.name));
-        let Some((source, exports)) = wrapper(&module.name).filter(|_| wanted) else {
-            if selected.as_ref().is_some_and(|s| s.contains(&module.name)) {
-                return Err(format!(
-                    "QOLA_KERNELS=aiter: module {} has no qola C API wrapper in this version (libmha_fwd has)",
-                    module.name
-                )
-                .into());
-            }
-            continue;
+    let mut libraries = Vec::new();
+    for (module, source, exports) in selected {
+        // CK's forward and backward filters differ in form (the backward's has three `@` parts).
+        let ck_filter = match env(&format!(
+            "QOLA_CK_FILTER_{}",
+            module.name.to_ascii_uppercase()
+        ))? {
+            Some(filter) => Some(filter),
+            None => any_ck_filter.clone(),
         };
         let aiter = qola_build::aiter::prepare_module(&qola_build::aiter::AiterModuleSpec {
             root: &prepared.root,
@@ -135,16 +202,8 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
         }
         let name = &aiter.recipe.name;
         let report = build.try_compile(name.strip_prefix("lib").unwrap_or(name))?;
-        println!(
-            "cargo:rustc-env=QOLA_MHA_LIBRARY={}",
-            report.library.display()
-        );
-        built += 1;
+        libraries.push(report.library.display().to_string());
     }
-    if built == 0 {
-        return Err(
-            "QOLA_KERNELS=aiter: the manifest names no module qola can wrap (libmha_fwd)".into(),
-        );
-    }
+    println!("cargo:rustc-env=QOLA_MHA_LIBRARIES={}", libraries.join(";"));
     Ok(())
 }

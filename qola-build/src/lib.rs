@@ -54,8 +54,13 @@
 //! | `QOLA_GPU_ARCHS`, `GPU_ARCHS` | [`HipBuild`]: GPU architectures (`native` = this machine's) |
 //! | `QOLA_COMPILER_LAUNCHER` | [`HipBuild`]: wraps every compile (`ccache`, `sccache`) |
 //! | `NUM_JOBS` | [`HipBuild`]: compiles at once (Cargo sets it) |
+//! | `QOLA_JOB_MEMORY_MB` | [`HipBuild`]: memory one compile needs; compiles at once are capped to what `MemAvailable` holds (AITER modules: 1024) |
 //! | `CXXFLAGS`, `CXXFLAGS_<target>`, `HOST_CXXFLAGS` | [`HipBuild`]: extra flags, as `cc` reads them |
 //! | `OUT_DIR` | [`HipBuild`]: where the library, its log and `repro.sh` go |
+//! | `QOLA_PYTHON` | [`aiter`]: the Python that runs AITER's and CK's generators (default: `python3` on `PATH`) |
+//! | `CK_DIR` | [`aiter`]: composable_kernel's location in AITER's recipes (default: the tree's `3rdparty/composable_kernel`) |
+//! | `QOLA_AITER_KEEP_INLINE_ALL=1` | [`aiter`]: keep AITER's `-amdgpu-function-calls=false` with upstream clang ≥ 20 (minutes per instance instead of seconds) |
+//! | any name in a recipe's `os.environ.get(NAME, default)` | [`aiter`]: that recipe value, as AITER reads it |
 //!
 //! # Where things live
 //!

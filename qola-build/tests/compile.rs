@@ -62,6 +62,21 @@ fn second_build_compiles_nothing() {
     assert!(!second.library_written);
 }
 
+#[test]
+fn parallel_compiles_are_capped_by_the_memory_each_needs() {
+    let Some(s) = setup() else { return };
+    let plan = |per_job: u64| {
+        s.build()
+            .jobs(8)
+            .memory_per_job(per_job)
+            .try_plan("demo")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .jobs
+    };
+    assert_eq!(plan(1), 8, "a unit that needs a byte leaves the job limit");
+    assert_eq!(plan(1 << 50), 1, "a petabyte per unit: one at a time");
+}
+
 fn edit(path: &Path, from: &str, to: &str) {
     let text = std::fs::read_to_string(path).unwrap();
     assert!(text.contains(from), "{} lacks {from}", path.display());

@@ -3,7 +3,10 @@
 //! * a build script that prepares the demo AITER tree and compiles a kernel from it reruns at
 //!   most once after a build (because the preparation wrote the files it watches), compiling
 //!   nothing in that rerun, and the build after is Fresh;
-//! * qola-sys with `QOLA_KERNELS=aiter` stops with a clear error;
+//! * qola-sys with `QOLA_KERNELS=aiter` and a module it cannot build stops with a clear error
+//!   before preparing anything;
+//! * qola-sys builds narrow AITER `libmha_fwd` and `libmha_bwd` for gfx942 that export only the
+//!   C API, the forward linking into a program that runs; the next build compiles nothing;
 //! * qola-sys with `DOCS_RS` set compiles nothing (not even finding a compiler).
 //!
 //! The crates build in `target/qola-fixtures/downstream-target`, kept between test runs.
@@ -146,16 +149,34 @@ fn qola_sys_dependent(dir: &Path) {
 }
 
 #[test]
-fn qola_sys_with_aiter_kernels_stops_with_a_clear_error() {
+fn qola_sys_stops_before_preparing_when_an_aiter_module_cannot_be_built() {
     let tmp = tempfile::tempdir().unwrap();
     qola_sys_dependent(tmp.path());
-    let out = cargo(tmp.path(), "build", &[("QOLA_KERNELS", Path::new("aiter"))]);
-    let log = text(&out);
-    assert!(!out.status.success(), "{log}");
-    assert!(
-        log.contains("QOLA_KERNELS=aiter") && log.contains("builtin"),
-        "{log}"
-    );
+    // No AITER source is reachable: had preparation run first, it would fail on the fetch.
+    let unreachable = tmp.path().join("no-such-upstream");
+    for (modules, expected) in [
+        (
+            "libmha_bwd",
+            "module libmha_bwd has no qola C API wrapper in this version",
+        ),
+        (
+            "libmha_fwd,libnope",
+            "QOLA_AITER_MODULES=libmha_fwd,libnope: the manifest has no module libnope (it has: libmha_fwd, libmha_bwd)",
+        ),
+    ] {
+        let out = cargo(
+            tmp.path(),
+            "build",
+            &[
+                ("QOLA_KERNELS", Path::new("aiter")),
+                ("QOLA_AITER_MODULES", Path::new(modules)),
+                ("QOLA_AITER_URL", &unreachable),
+            ],
+        );
+        let log = text(&out);
+        assert!(!out.status.success(), "{log}");
+        assert!(log.contains(expected), "{log}");
+    }
 }
 
 #[test]
@@ -175,13 +196,28 @@ fn qola_sys_on_docs_rs_compiles_nothing() {
     assert!(!log.contains("qola compiled"), "{log}");
 }
 
-/// The narrow AITER build: 4 CK forward instances (bf16, head dim 128, batch mode, LSE, with
-/// and without the causal mask) plus the generated APIs and qola's wrapper.
-const NARROW_FILTER: &str =
+/// The narrow AITER forward: 4 CK instances (bf16, head dim 128, batch mode, LSE, with and
+/// without the causal mask), the generated APIs, the asm v3 API and qola's wrapper.
+const NARROW_FWD_FILTER: &str =
     "fmha_fwd_d128_bf16_batch_*_qr_async_vr_ps*ddv_nlogits_nbias_*mask_lse_ndropout_*";
 
+/// The narrow AITER backward, in CK's three-part form (dot(dO, O) @ convert dQ @ dQ/dK/dV):
+/// bf16, head dim 128, batch mode, unpadded, non-deterministic, with and without the mask, for
+/// CK's generator and AITER's pre/post kernels alike. Such a library is not link-complete: the
+/// asm v3 API calls ~40 pre/post kernels this leaves out (all 96 would take ~10 min here).
+const NARROW_BWD_FILTER: &str = "*d128_bf16_*batch_o2_npad*@*d128_bf16_b64x0_batch_o2_npad_ndeterministic*@*d128_bf16_batch_*_maxq0_npad_nbias_ndbias_*mask_ndropout_ndeterministic*";
+
+/// Calls the forward with no arguments: it must answer, without a GPU.
+const CALL_WITHOUT_ARGUMENTS: &str = r#"#include <stdio.h>
+#include "qola_mha.h"
+int main(void) {
+    printf("%d\n", qola_mha_fwd(0, 0));
+    return 0;
+}
+"#;
+
 #[test]
-fn qola_sys_builds_a_narrow_aiter_libmha_fwd_for_gfx942_exporting_only_the_c_api() {
+fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api() {
     let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
         return;
     };
@@ -189,43 +225,74 @@ fn qola_sys_builds_a_narrow_aiter_libmha_fwd_for_gfx942_exporting_only_the_c_api
     qola_sys_dependent(tmp.path());
     let fixtures = fixtures_dir();
     let commit = PathBuf::from(&real.commit);
+    // The checkout and the object cache persist between runs (a warm machine compiles nothing).
+    let root = fixtures.join("aiter-narrow");
+    let cache = fixtures.join("cache");
     let env: Vec<(&str, &Path)> = vec![
         ("QOLA_KERNELS", Path::new("aiter")),
         ("QOLA_AITER_URL", &real.upstream),
         ("QOLA_AITER_COMMIT", &commit),
-        ("QOLA_AITER_MODULES", Path::new("libmha_fwd")),
-        ("QOLA_CK_FILTER", Path::new(NARROW_FILTER)),
+        ("QOLA_AITER_MODULES", Path::new("libmha_fwd,libmha_bwd")),
+        ("QOLA_CK_FILTER_LIBMHA_FWD", Path::new(NARROW_FWD_FILTER)),
+        ("QOLA_CK_FILTER_LIBMHA_BWD", Path::new(NARROW_BWD_FILTER)),
         ("HIPCC", &hipcc),
         ("GPU_ARCHS", Path::new("gfx942")),
+        ("QOLA_AITER_ROOT", &root),
+        ("QOLA_CACHE_DIR", &cache),
     ];
-    // The checkout and the object cache persist between runs (a warm machine compiles nothing).
-    let root = fixtures.join("aiter-narrow");
-    let cache = fixtures.join("cache");
-    let mut env = env;
-    env.push(("QOLA_AITER_ROOT", &root));
-    env.push(("QOLA_CACHE_DIR", &cache));
 
     let first = cargo(tmp.path(), "build", &env);
     let log = text(&first);
     assert!(first.status.success(), "{log}");
-    let library = newest_library(
-        &fixtures.join("downstream-target/debug/build"),
-        "libmha_fwd.a",
+    let build_dir = fixtures.join("downstream-target/debug/build");
+    let fwd = newest_library(&build_dir, "libmha_fwd.a");
+    let bwd = newest_library(&build_dir, "libmha_bwd.a");
+    assert_eq!(exported(&fwd), ["qola_mha_fwd"], "{}", fwd.display());
+    assert_eq!(
+        exported(&bwd),
+        ["qola_mha_bwd", "qola_mha_bwd_workspace_size"],
+        "{}",
+        bwd.display()
     );
-    let readelf = Command::new("readelf")
-        .args(["-sW"])
-        .arg(&library)
+
+    // The forward leaves nothing undefined but the HIP and C++ runtimes: a program links (with
+    // the same toolchain) and runs (in its root), and the call answers hipErrorInvalidValue.
+    let include = workspace().join("qola-sys/kernels/include");
+    qola_tests::write(tmp.path(), "main.c", CALL_WITHOUT_ARGUMENTS);
+    let program = tmp.path().join("calls");
+    let link = Command::new(&hipcc)
+        .arg("-I")
+        .arg(&include)
+        .arg(tmp.path().join("main.c"))
+        .args(["-x", "none"])
+        .arg(&fwd)
+        .arg("-o")
+        .arg(&program)
         .output()
         .unwrap();
-    let symbols = String::from_utf8_lossy(&readelf.stdout);
-    let exported: Vec<&str> = symbols
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 8 && f[4] == "GLOBAL" && f[5] == "DEFAULT" && f[6] != "UND").then(|| f[7])
-        })
-        .collect();
-    assert_eq!(exported, ["qola_mha_fwd"], "{}", library.display());
+    assert!(
+        link.status.success(),
+        "{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    let sid_root = hipcc.parent().unwrap().join("sid-root");
+    let run = Command::new("bwrap")
+        .arg("--bind")
+        .arg(&sid_root)
+        .arg("/")
+        .args(["--bind", "/tmp", "/tmp", "--dev", "/dev", "--proc", "/proc"])
+        .arg("--bind")
+        .arg(tmp.path())
+        .arg(tmp.path())
+        .arg(&program)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "1\n",
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
 
     let second = cargo(tmp.path(), "build", &env);
     let log = text(&second);
@@ -234,6 +301,25 @@ fn qola_sys_builds_a_narrow_aiter_libmha_fwd_for_gfx942_exporting_only_the_c_api
         !log.contains("qola compiled"),
         "a second build compiles nothing: {log}"
     );
+}
+
+/// The default-visibility global symbols `library` defines.
+fn exported(library: &Path) -> Vec<String> {
+    let readelf = Command::new("readelf")
+        .args(["-sW"])
+        .arg(library)
+        .output()
+        .unwrap();
+    let mut names: Vec<String> = String::from_utf8_lossy(&readelf.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 8 && f[4] == "GLOBAL" && f[5] == "DEFAULT" && f[6] != "UND")
+                .then(|| f[7].to_string())
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 /// The most recently written file named `name` under `dir`.

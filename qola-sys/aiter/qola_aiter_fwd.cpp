@@ -1,20 +1,17 @@
 // qola_mha.h's forward over AITER's mha_fwd (QOLA_KERNELS=aiter): the same C ABI as the
 // built-in kernels, served by the CK and asm kernels of the prepared AITER tree.
 #include "mha_fwd.h"
-#include "qola_mha.h"
+#include "qola_aiter_common.hpp"
 
 #include <utility>
 
 extern "C" __attribute__((visibility("default"))) int qola_mha_fwd(const qola_mha_fwd_args* a,
                                                                    hipStream_t stream)
 {
-    if(!a || !a->q || !a->k || !a->v || !a->o)
+    if(!a || !qola_aiter_shape_ok(a->shape) || !a->q || !a->k || !a->v || !a->o)
         return (int)hipErrorInvalidValue;
     const qola_mha_shape& s = a->shape;
-    // AITER's receipt-700 kernels are fp16 and bf16 only.
-    if((s.dtype != QOLA_DTYPE_FP16 && s.dtype != QOLA_DTYPE_BF16) || s.batch <= 0 || s.nhead <= 0 ||
-       s.seqlen_q <= 0 || s.seqlen_k <= 0 || s.head_dim <= 0 || (s.causal != 0 && s.causal != 1))
-        return (int)hipErrorInvalidValue;
+    const qola_aiter_mask mask = qola_aiter_mask_of(s);
 
     aiter::mha_fwd_args args{};
     args.q_ptr        = a->q;
@@ -60,11 +57,9 @@ extern "C" __attribute__((visibility("default"))) int qola_mha_fwd(const qola_mh
     args.batch_stride_lse     = s.nhead * s.seqlen_q;
     args.batch_stride_o       = (ck_tile::index_t)a->o_strides.batch;
 
-    // Causal is aligned to the bottom right, as qola_mha.h documents.
-    const mask_enum mask   = s.causal ? mask_enum::mask_bottom_right : mask_enum::no_mask;
-    args.window_size_left  = -1;
-    args.window_size_right = s.causal ? 0 : -1;
-    args.mask_type         = (ck_tile::index_t)mask;
+    args.window_size_left  = mask.left;
+    args.window_size_right = mask.right;
+    args.mask_type         = (ck_tile::index_t)mask.type;
     args.min_seqlen_q      = 0;
     args.p_drop            = 0.0f;
     args.s_randval         = false;
@@ -73,9 +68,9 @@ extern "C" __attribute__((visibility("default"))) int qola_mha_fwd(const qola_mh
     ck_tile::stream_config config{stream};
     const float t = aiter::mha_fwd(args,
                                    config,
-                                   s.dtype == QOLA_DTYPE_FP16 ? "fp16" : "bf16",
+                                   qola_aiter_dtype(s),
                                    /*is_group_mode=*/false,
-                                   mask,
+                                   mask.type,
                                    bias_enum::no_bias,
                                    /*has_lse=*/a->lse != nullptr,
                                    /*use_ext_asm=*/true);

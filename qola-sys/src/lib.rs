@@ -3,7 +3,10 @@
 //! The build script compiles the HIP sources in `kernels/` (forward and backward, fp32, fp16 and
 //! bf16, optional causal mask, head dim up to 128, any batch/sequence/head strides, LSE output)
 //! into `libqola_mha.a` with qola's incremental, content-addressed pipeline, and links it with
-//! `amdhip64`. Only the three `qola_mha_*` functions are exported.
+//! `amdhip64`. Only the three `qola_mha_*` functions are exported. With `QOLA_KERNELS=aiter` the
+//! same three functions are served by AITER's CK and asm kernels instead (fp16/bf16 only):
+//! `libmha_fwd.a` and `libmha_bwd.a` built from the prepared AITER tree, their hsa code objects
+//! embedded (see the build script's docs and qola-build's `aiter` module).
 //!
 //! The structs here are `#[repr(C)]` mirrors of `kernels/include/qola_mha.h` (a test checks every
 //! size and field offset against the C compiler's). [`mod@reference`] is a float64 CPU reference of
@@ -11,7 +14,10 @@
 //!
 //! | variable | effect |
 //! |---|---|
-//! | `QOLA_KERNELS` | `builtin` (default): qola's kernels; `aiter`: AITER's (not available in this version: an error says so) |
+//! | `QOLA_KERNELS` | `builtin` (default): qola's kernels; `aiter` (default when `QOLA_MANIFEST` names a manifest with modules): AITER's `libmha_fwd` and `libmha_bwd` behind the same C API |
+//! | `QOLA_MANIFEST` | the qola manifest for `aiter` (default: the workspace's `qola.toml`); see qola-build for every preparation variable |
+//! | `QOLA_AITER_MODULES` | `aiter`: the modules to build, comma-separated (default: `libmha_fwd,libmha_bwd`) |
+//! | `QOLA_CK_FILTER`, `QOLA_CK_FILTER_<MODULE>` | `aiter`: CK's `--filter` for every module, or for one (`QOLA_CK_FILTER_LIBMHA_BWD`): narrow builds |
 //! | `GPU_ARCHS`, `QOLA_GPU_ARCHS` | architectures to compile for (default: this machine's GPUs) |
 //! | `HIPCC`, `ROCM_PATH`, `HIP_PATH` | the HIP compiler |
 //! | `QOLA_COMPILER_LAUNCHER` | wraps every compile (`ccache`, `sccache`) |
@@ -167,5 +173,11 @@ unsafe extern "C" {
     pub fn qola_mha_bwd(args: *const qola_mha_bwd_args, stream: hipStream_t) -> c_int;
 }
 
-/// The static library the build script produced (for tests and tools).
-pub const LIBRARY_PATH: Option<&str> = option_env!("QOLA_MHA_LIBRARY");
+/// The static libraries the build script produced (for tests and tools): one for the built-in
+/// kernels, one per AITER module with `QOLA_KERNELS=aiter`; empty when nothing was compiled
+/// (`DOCS_RS`).
+pub fn libraries() -> Vec<&'static str> {
+    option_env!("QOLA_MHA_LIBRARIES")
+        .map(|list| list.split(';').collect())
+        .unwrap_or_default()
+}

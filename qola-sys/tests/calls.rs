@@ -129,9 +129,14 @@ fn the_backward_workspace_is_one_float_per_query_row() {
 
 #[test]
 fn only_the_c_api_is_exported() {
-    let library = LIBRARY_PATH.expect("the build script names its library");
+    let libraries = libraries();
+    assert!(
+        !libraries.is_empty(),
+        "the build script names its libraries"
+    );
     let out = std::process::Command::new("nm")
-        .args(["-g", "--defined-only", library])
+        .args(["-g", "--defined-only"])
+        .args(&libraries)
         .output()
         .expect("nm (binutils)");
     let text = String::from_utf8_lossy(&out.stdout);

@@ -173,7 +173,10 @@ impl AiterModule {
     /// A [`crate::HipBuild`] of this module's sources with AITER's includes and flags.
     pub fn hip_build(&self) -> crate::HipBuild {
         let mut build = crate::HipBuild::new();
-        build.compiler(&self.toolchain.path).files(&self.sources);
+        build
+            .compiler(&self.toolchain.path)
+            .files(&self.sources)
+            .memory_per_job(CK_UNIT_MEMORY);
         for dir in &self.includes {
             build.include(dir);
         }
@@ -183,6 +186,10 @@ impl AiterModule {
         build
     }
 }
+
+/// The memory one composable_kernel unit needs to compile, with headroom: 0.4–1.2 GB measured
+/// for gfx942 fmha instances with clang 21 (BENCHMARKS.md).
+pub const CK_UNIT_MEMORY: u64 = 1 << 30;
 
 /// What to build a module from.
 #[derive(Debug, Clone)]
@@ -197,7 +204,10 @@ pub struct AiterModuleSpec<'a> {
     pub gen_dir: &'a Path,
     /// qola's cache (flag probes).
     pub cache: &'a Path,
-    /// A CK instance filter (`--filter` of CK's generator), for narrow builds.
+    /// A CK instance filter (`--filter` of CK's generator), for narrow builds: appended to CK's
+    /// fmha `generate.py`, and replacing the filter of a generator that has its own (AITER's
+    /// backward pre/post kernels). A narrowed backward is not link-complete: AITER's asm v3
+    /// backward API calls ~40 pre/post kernels whatever the filter keeps.
     pub ck_filter: Option<&'a str>,
     /// The HIP compiler (default: found as [`crate::HipBuild`] finds it).
     pub compiler: Option<&'a Path>,
@@ -235,9 +245,7 @@ fn prepare_with(
     recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
     if let Some(filter) = spec.ck_filter {
         for cmd in &mut recipe.blob_gen_cmd {
-            if cmd.contains("01_fmha/generate.py") {
-                cmd.push_str(&format!(" --filter {filter}"));
-            }
+            *cmd = recipe::with_ck_filter(cmd, filter);
         }
     }
     let python = match env.var_os("QOLA_PYTHON") {

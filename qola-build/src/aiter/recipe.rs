@@ -387,6 +387,34 @@ pub(crate) fn generator_argv(cmd: &str, out_dir: &Path) -> Vec<String> {
     shell_words(&cmd.replace("{}", &out_dir.to_string_lossy()))
 }
 
+/// `cmd` with CK instance filter `filter`, for narrow builds: it replaces the argument of the
+/// command's own `--filter` (AITER's backward pre/post kernel generator has one), and is
+/// appended to CK's fmha `generate.py`, which has none; any other generator is left as it is.
+pub(crate) fn with_ck_filter(cmd: &str, filter: &str) -> String {
+    let mut words = shell_words(cmd);
+    if let Some(i) = words.iter().position(|w| w == "--filter") {
+        match words.get_mut(i + 1) {
+            Some(word) => *word = filter.to_string(),
+            None => words.push(filter.to_string()),
+        }
+    } else if cmd.contains("01_fmha/generate.py") {
+        words.extend(["--filter".to_string(), filter.to_string()]);
+    } else {
+        return cmd.to_string();
+    }
+    words
+        .iter()
+        .map(|w| {
+            if w.chars().any(char::is_whitespace) {
+                format!("\"{w}\"")
+            } else {
+                w.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Splits a command on spaces, keeping double- or single-quoted words whole (quotes removed).
 fn shell_words(cmd: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -422,6 +450,25 @@ fn shell_words(cmd: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ck_filter_replaces_a_generators_own_and_is_appended_to_cks_generate_py() {
+        assert_eq!(
+            with_ck_filter("/a/01_fmha/generate.py -d bwd --output_dir {}", "x*@y@z"),
+            "/a/01_fmha/generate.py -d bwd --output_dir {} --filter x*@y@z"
+        );
+        assert_eq!(
+            with_ck_filter(
+                r#"/a/pre_post_generate.py --filter "*@*_nd@*" --output_dir {}"#,
+                "x@y@z"
+            ),
+            "/a/pre_post_generate.py --filter x@y@z --output_dir {}"
+        );
+        assert_eq!(
+            with_ck_filter("/a/codegen.py --output_dir {}", "x"),
+            "/a/codegen.py --output_dir {}"
+        );
+    }
     use crate::cargo::Directives;
 
     fn eval(expr: &str) -> Result<Eval> {

@@ -22,6 +22,7 @@
 mod depfile;
 mod jobs;
 mod link;
+mod memory;
 mod object_cache;
 
 use std::fmt::Write as _;
@@ -65,6 +66,7 @@ pub struct HipBuild {
     out_dir: Option<PathBuf>,
     exported: Vec<String>,
     jobs: Option<usize>,
+    memory_per_job: Option<u64>,
     cargo_metadata: bool,
 }
 
@@ -133,6 +135,7 @@ impl HipBuild {
             out_dir: None,
             exported: Vec::new(),
             jobs: None,
+            memory_per_job: None,
             cargo_metadata: true,
         }
     }
@@ -218,6 +221,13 @@ impl HipBuild {
         self
     }
 
+    /// Each compile needs about this many bytes of memory: no more compiles run at once than
+    /// the available memory holds (at least one). `QOLA_JOB_MEMORY_MB` overrides it.
+    pub fn memory_per_job(&mut self, bytes: u64) -> &mut HipBuild {
+        self.memory_per_job = Some(bytes);
+        self
+    }
+
     /// Print Cargo directives (on by default, for build scripts).
     pub fn cargo_metadata(&mut self, on: bool) -> &mut HipBuild {
         self.cargo_metadata = on;
@@ -271,6 +281,20 @@ impl HipBuild {
                     .and_then(|n| n.parse().ok())
             })
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let per_job = match env.var("QOLA_JOB_MEMORY_MB")? {
+            Some(mb) => Some(
+                mb.trim().parse::<u64>().map_err(|_| Error::InvalidEnv {
+                    name: "QOLA_JOB_MEMORY_MB".to_string(),
+                    value: mb.clone(),
+                    expected: "a whole number of megabytes, e.g. 1024".to_string(),
+                })? << 20,
+            ),
+            None => self.memory_per_job,
+        };
+        let limit = match per_job {
+            Some(bytes) => memory::cap(limit, bytes, memory::available()),
+            None => limit,
+        };
         Ok(Resolved {
             out_dir,
             cache,
@@ -313,6 +337,7 @@ impl HipBuild {
             link: link::commands(name, &self.exported, &r.out_dir),
             units,
             archs: r.archs,
+            jobs: r.limit,
             toolchain: r.toolchain,
         })
     }
@@ -577,6 +602,8 @@ pub struct CompilePlan {
     pub library: PathBuf,
     /// The architectures.
     pub archs: Vec<String>,
+    /// How many compiles would run at once (jobs, capped by memory).
+    pub jobs: usize,
     /// The compiler.
     #[serde(skip)]
     pub toolchain: HipToolchain,

@@ -152,25 +152,33 @@ fn qola_sys_dependent(dir: &Path) {
 fn qola_sys_stops_before_preparing_when_an_aiter_module_cannot_be_built() {
     let tmp = tempfile::tempdir().unwrap();
     qola_sys_dependent(tmp.path());
-    // No AITER source is reachable: had preparation run first, it would fail on the fetch.
-    let unreachable = tmp.path().join("no-such-upstream");
+    // A manifest with modules makes `aiter` the default (no QOLA_KERNELS here). No AITER source
+    // is reachable: had preparation run first, it would fail on the fetch instead.
+    let manifest = tmp.path().join("aiter.toml");
+    qola_tests::write(
+        tmp.path(),
+        "aiter.toml",
+        format!(
+            "[qola]\naiter_commit = \"05a0d1f\"\naiter_url = \"{}\"\n\n[[modules]]\nname = \"libmha_fwd\"\n\n[[modules]]\nname = \"module_rmsnorm\"\n",
+            tmp.path().join("no-such-upstream").display()
+        ),
+    );
     for (modules, expected) in [
         (
-            "libmha_bwd",
-            "module libmha_bwd has no qola C API wrapper in this version",
+            "module_rmsnorm",
+            "module module_rmsnorm has no qola C API wrapper in this version",
         ),
         (
             "libmha_fwd,libnope",
-            "QOLA_AITER_MODULES=libmha_fwd,libnope: the manifest has no module libnope (it has: libmha_fwd, libmha_bwd)",
+            "QOLA_AITER_MODULES=libmha_fwd,libnope: the manifest has no module libnope (it has: libmha_fwd, module_rmsnorm)",
         ),
     ] {
         let out = cargo(
             tmp.path(),
             "build",
             &[
-                ("QOLA_KERNELS", Path::new("aiter")),
+                ("QOLA_MANIFEST", &manifest),
                 ("QOLA_AITER_MODULES", Path::new(modules)),
-                ("QOLA_AITER_URL", &unreachable),
             ],
         );
         let log = text(&out);

@@ -712,7 +712,8 @@ fn default_manifest_pins_upstream_aiter_and_our_series() {
             "0001-aiter-embedded-hsa-code-objects.patch",
             "0002-ck-fmha-te-receipt.patch",
             "0003-generators-require-output-dir.patch",
-            "0004-aiter-mha-api-receipt-700.patch"
+            "0004-aiter-mha-api-receipt-700.patch",
+            "0005-aiter-asm-v3-loaders-embedded-hsa.patch"
         ]
     );
     assert_eq!(m.modules.len(), 2);

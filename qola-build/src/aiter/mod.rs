@@ -21,6 +21,12 @@
 //! instance take 4 to over 15 minutes instead of ~35 s, so qola appends
 //! `-mllvm -amdgpu-function-calls=true` (the last value wins) unless
 //! `QOLA_AITER_KEEP_INLINE_ALL=1`. AMD's own ROCm clang keeps AITER's pair.
+//!
+//! # Compiling
+//!
+//! [`AiterModule::hip_build`] gives a [`crate::HipBuild`] of the module's units with these flags
+//! and includes, at most as many compiles at once as the available memory holds at
+//! [`CK_UNIT_MEMORY`] each (a CK instance peaks at 0.8–1.2 GB), on top of Cargo's jobserver.
 
 mod codegen;
 mod hsa;

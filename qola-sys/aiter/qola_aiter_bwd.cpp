@@ -134,8 +134,5 @@ extern "C" __attribute__((visibility("default"))) int qola_mha_bwd(const qola_mh
                                    /*use_ext_asm=*/true,
                                    /*is_v3_atomic_fp32=*/true,
                                    /*how_v3_bf16_cvt=*/1);
-    // A negative time: no kernel of this build handles these arguments.
-    if(t < 0)
-        return (int)hipErrorInvalidValue;
-    return (int)hipGetLastError();
+    return qola_aiter_status(t);
 }

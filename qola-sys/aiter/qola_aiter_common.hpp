@@ -5,6 +5,8 @@
 #include "mask.hpp"
 #include "qola_mha.h"
 
+#include <hip/hip_runtime.h>
+
 // fp16 and bf16 only (receipt 700 builds no fp32 or fp8 kernel), positive sizes, causal 0/1.
 static inline bool qola_aiter_shape_ok(const qola_mha_shape& s)
 {
@@ -30,4 +32,11 @@ static inline qola_aiter_mask qola_aiter_mask_of(const qola_mha_shape& s)
 {
     return s.causal ? qola_aiter_mask{mask_enum::mask_bottom_right, -1, 0}
                     : qola_aiter_mask{mask_enum::no_mask, -1, -1};
+}
+
+// The status of an AITER launch: its launchers return a time, negative when no kernel of this
+// build handles the arguments.
+static inline int qola_aiter_status(float time)
+{
+    return time < 0 ? (int)hipErrorInvalidValue : (int)hipGetLastError();
 }

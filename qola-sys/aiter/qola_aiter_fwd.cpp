@@ -74,8 +74,5 @@ extern "C" __attribute__((visibility("default"))) int qola_mha_fwd(const qola_mh
                                    bias_enum::no_bias,
                                    /*has_lse=*/a->lse != nullptr,
                                    /*use_ext_asm=*/true);
-    // A negative time: no kernel of this build handles these arguments.
-    if(t < 0)
-        return (int)hipErrorInvalidValue;
-    return (int)hipGetLastError();
+    return qola_aiter_status(t);
 }

@@ -31,14 +31,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn sources(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "hip"))
-        .collect();
-    out.sort();
-    out
+    qola_tests::files_with_extension(dir, "hip")
 }
 
 /// qola: returns (units compiled, wall time).

@@ -143,13 +143,7 @@ fn main() {
         &base,
         &["checkout", "-q", "--detach", &real.commit],
     ));
-    let mut series: Vec<PathBuf> = std::fs::read_dir(&patches)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
-        .collect();
-    series.sort();
+    let series = qola_tests::files_with_extension(&patches, "patch");
     let mut resync = || {
         run(&mut git_command(&base, &["reset", "-q", "--hard"]));
         run(&mut git_command(

@@ -102,12 +102,7 @@ fn main() -> Result<(), Error> {
     compile("a kernel of the prepared tree", &demo_kernel, "demo")?;
 
     let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels");
-    let mut sources: Vec<_> = std::fs::read_dir(&kernels)
-        .expect("qola-sys/kernels")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "hip"))
-        .collect();
-    sources.sort();
+    let sources = qola_tests::files_with_extension(&kernels, "hip");
     let mut builtin = HipBuild::new();
     builtin
         .files(&sources)

@@ -16,7 +16,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use qola_tests::{DEMO_KERNEL, fixtures_dir, hipcc_available};
+use qola_tests::{
+    DEMO_KERNEL, NARROW_BWD_FILTER, NARROW_FWD_FILTER, fixtures_dir, hipcc_available,
+};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -208,17 +210,6 @@ fn qola_sys_on_docs_rs_compiles_nothing() {
     assert!(out.status.success(), "{log}");
     assert!(!log.contains("qola compiled"), "{log}");
 }
-
-/// The narrow AITER forward: 4 CK instances (bf16, head dim 128, batch mode, LSE, with and
-/// without the causal mask), the generated APIs, the asm v3 API and qola's wrapper.
-const NARROW_FWD_FILTER: &str =
-    "fmha_fwd_d128_bf16_batch_*_qr_async_vr_ps*ddv_nlogits_nbias_*mask_lse_ndropout_*";
-
-/// The narrow AITER backward, in CK's three-part form (dot(dO, O) @ convert dQ @ dQ/dK/dV):
-/// bf16, head dim 128, batch mode, unpadded, non-deterministic, with and without the mask, for
-/// CK's generator and AITER's pre/post kernels alike. Such a library is not link-complete: the
-/// asm v3 API calls ~40 pre/post kernels this leaves out (all 96 would take ~10 min here).
-const NARROW_BWD_FILTER: &str = "*d128_bf16_*batch_o2_npad*@*d128_bf16_b64x0_batch_o2_npad_ndeterministic*@*d128_bf16_batch_*_maxq0_npad_nbias_ndbias_*mask_ndropout_ndeterministic*";
 
 /// Calls the forward with no arguments: it must answer, without a GPU.
 const CALL_WITHOUT_ARGUMENTS: &str = r#"#include <stdio.h>

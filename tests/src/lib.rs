@@ -6,6 +6,8 @@
 //! * [`real_aiter`]: the real AITER source tree from the PyPI wheel `amd-aiter==0.1.7.post2.dev18`
 //!   as a local git repository with composable_kernel as a real submodule, built once and cached
 //!   under `target/qola-fixtures/`.
+//! * [`RedisServer`], [`copy_tracked`]: a real Redis for ccache's remote storage, and a checkout
+//!   copied to another path (a second machine).
 //!
 //! Fixtures panic on failure: they are test support, not library code.
 
@@ -15,10 +17,23 @@ use std::process::Command;
 mod demo;
 mod hip;
 mod real;
+mod team;
 
 pub use demo::{DEMO_KERNEL, DEMO_PATCHES, Demo, code_object as demo_code_object};
 pub use hip::HipProject;
 pub use real::{RealAiter, real_aiter};
+pub use team::{RedisServer, copy_tracked, tool};
+
+/// A narrow AITER forward for gfx942 (CK's `--filter`): 4 CK instances, bf16, head dim 128,
+/// batch mode, LSE, with and without the causal mask.
+pub const NARROW_FWD_FILTER: &str =
+    "fmha_fwd_d128_bf16_batch_*_qr_async_vr_ps*ddv_nlogits_nbias_*mask_lse_ndropout_*";
+
+/// A narrow AITER backward, in CK's three-part form (dot(dO, O) @ convert dQ @ dQ/dK/dV): bf16,
+/// head dim 128, batch mode, unpadded, non-deterministic, with and without the mask, for CK's
+/// generator and AITER's pre/post kernels alike. Such a library is not link-complete: the asm
+/// v3 API calls ~40 pre/post kernels this leaves out (all 96 would take ~10 min on 2 cores).
+pub const NARROW_BWD_FILTER: &str = "*d128_bf16_*batch_o2_npad*@*d128_bf16_b64x0_batch_o2_npad_ndeterministic*@*d128_bf16_batch_*_maxq0_npad_nbias_ndbias_*mask_ndropout_ndeterministic*";
 
 /// Runs `git` in `dir` with a fixed identity and no user or system config; returns stdout.
 /// Panics with the command and its stderr when git fails.
@@ -89,6 +104,18 @@ pub fn write(root: &Path, path: &str, content: impl AsRef<[u8]>) {
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", full.display()));
 }
 
+/// The files directly in `dir` whose extension is `extension`, sorted.
+pub fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == extension))
+        .collect();
+    files.sort();
+    files
+}
+
 /// Whether this run is in CI (`CI=true`), where missing tools and downloads fail the tests.
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
@@ -143,5 +170,6 @@ pub fn fixtures_dir() -> PathBuf {
     let dir = target.join("qola-fixtures");
     std::fs::create_dir_all(&dir)
         .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
-    dir
+    // Canonical: paths that compilers and ccache see carry no `..`.
+    std::fs::canonicalize(&dir).unwrap_or(dir)
 }

@@ -54,7 +54,7 @@
 //! | `QOLA_GPU_ARCHS`, `GPU_ARCHS` | [`HipBuild`]: GPU architectures (`native` = this machine's) |
 //! | `QOLA_COMPILER_LAUNCHER` | [`HipBuild`]: wraps every compile (`ccache`, `sccache`) |
 //! | `NUM_JOBS` | [`HipBuild`]: compiles at once (Cargo sets it) |
-//! | `QOLA_JOB_MEMORY_MB` | [`HipBuild`]: memory one compile needs; compiles at once are capped to what `MemAvailable` holds (AITER modules: 1024) |
+//! | `QOLA_JOB_MEMORY_MB` | [`HipBuild`]: memory one compile needs; compiles at once are capped to what `MemAvailable` holds (default: the peak measured last time, else [`HipBuild::memory_per_job`]) |
 //! | `CXXFLAGS`, `CXXFLAGS_<target>`, `HOST_CXXFLAGS` | [`HipBuild`]: extra flags, as `cc` reads them |
 //! | `OUT_DIR` | [`HipBuild`]: where the library, its log and `repro.sh` go |
 //! | `QOLA_PYTHON` | [`aiter`]: the Python that runs AITER's and CK's generators (default: `python3` on `PATH`) |
@@ -99,7 +99,7 @@ mod sync;
 mod toolchain;
 mod untracked;
 
-pub use compile::{CompilePlan, CompileReport, HipBuild, PlannedUnit, UnitReport};
+pub use compile::{CompilePlan, CompileReport, HipBuild, LauncherHits, PlannedUnit, UnitReport};
 pub use plan::{GeneratorPlan, ModulePlan, Plan};
 
 /// The GPU architectures to compile for, as [`HipBuild`] resolves them (`QOLA_GPU_ARCHS`,

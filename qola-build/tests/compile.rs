@@ -32,6 +32,7 @@ impl Setup {
             .export("qola_a")
             .export("qola_b")
             .export("qola_c")
+            .jobs(2)
             .cargo_metadata(false);
         b
     }
@@ -75,6 +76,33 @@ fn parallel_compiles_are_capped_by_the_memory_each_needs() {
     };
     assert_eq!(plan(1), 8, "a unit that needs a byte leaves the job limit");
     assert_eq!(plan(1 << 50), 1, "a petabyte per unit: one at a time");
+}
+
+#[test]
+fn a_compiles_measured_peak_memory_is_the_next_builds_estimate() {
+    let Some(s) = setup() else { return };
+    let first = s.compile();
+    let peak = first.units[0].peak_memory.expect("a measured peak");
+    // hipcc's clang needs tens of megabytes at least, and no compile here needs 8 GiB.
+    assert!(peak > (20 << 20) && peak < (8 << 30), "{peak}");
+    edit(
+        &s.project.sources[0],
+        "SHARED_SCALE +",
+        "SHARED_SCALE - 1.0f +",
+    );
+    let plan = s
+        .build()
+        .memory_per_job(1)
+        .try_plan("demo")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        plan.jobs_reason.contains(&format!(
+            "{:.2} GiB per unit (measured)",
+            peak as f64 / (1u64 << 30) as f64
+        )),
+        "{}",
+        plan.jobs_reason
+    );
 }
 
 fn edit(path: &Path, from: &str, to: &str) {
@@ -228,22 +256,41 @@ fn a_unit_log_lists_cached_and_compiled_units() {
     let report = s.compile();
     let log = std::fs::read_to_string(&report.log).unwrap();
     let lines: Vec<&str> = log.lines().collect();
-    assert_eq!(lines.len(), 3, "{log}");
+    assert_eq!(lines.len(), 5, "{log}");
     assert!(
-        lines[0].starts_with("compiled") && lines[0].ends_with("a.hip"),
+        lines[0].starts_with("jobs: 2 at once: the job limit (.jobs(2)"),
+        "{log}"
+    );
+    // compiled, seconds, peak memory, source
+    let compiled: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(compiled[0], "compiled", "{log}");
+    assert!(
+        compiled[2].ends_with("MB") && compiled[3].ends_with("a.hip"),
         "{log}"
     );
     assert!(
-        lines[1].starts_with("cached") && lines[2].starts_with("cached"),
+        lines[2].starts_with("cached") && lines[3].starts_with("cached"),
         "{log}"
+    );
+    assert_eq!(lines[4], format!("summary: {}", report.summary()));
+    assert!(
+        report
+            .summary()
+            .starts_with("qola compiled 1 of 3 HIP units for gfx90a in "),
+        "{}",
+        report.summary()
+    );
+    assert!(
+        report
+            .summary()
+            .contains(": 2 reused from qola's cache; 2 at once")
     );
 }
 
 #[test]
 fn the_launcher_wraps_every_compile_and_ccache_answers_a_second_cache() {
     let Some(s) = setup() else { return };
-    if which_ccache().is_none() {
-        assert!(!qola_tests::in_ci(), "CI: ccache is required");
+    if qola_tests::tool("ccache", "ccache").is_none() {
         return;
     }
     let ccache_dir = s.tmp.path().join("ccache");
@@ -290,14 +337,6 @@ fn the_launcher_wraps_every_compile_and_ccache_answers_a_second_cache() {
     let second = stats(&ccache_dir);
     assert_eq!(count(&second, "local_storage_hit"), 3, "{second}");
     assert_eq!(count(&second, "cache_miss"), 3, "no new misses: {second}");
-}
-
-fn which_ccache() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("ccache"))
-            .find(|p| p.is_file())
-    })
 }
 
 #[test]

@@ -25,8 +25,9 @@
 //! # Compiling
 //!
 //! [`AiterModule::hip_build`] gives a [`crate::HipBuild`] of the module's units with these flags
-//! and includes, at most as many compiles at once as the available memory holds at
-//! [`CK_UNIT_MEMORY`] each (a CK instance peaks at 0.8–1.2 GB), on top of Cargo's jobserver.
+//! and includes, at most as many compiles at once as the available memory holds at each unit's
+//! measured peak, [`CK_UNIT_MEMORY`] before the first measurement (a CK instance peaks at
+//! 0.8–1.2 GB), on top of Cargo's jobserver.
 
 mod codegen;
 mod hsa;

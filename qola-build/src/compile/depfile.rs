@@ -1,7 +1,23 @@
 //! Make-style dependency files as clang writes them with `-MD -MF`: `target: dep dep \`,
 //! continuation lines, `\ ` for a space in a path, `$$` for `$`.
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
+
+/// `path` made absolute against `cwd` (the directory the compiler ran in), `.` and `..`
+/// resolved lexically: ccache's `base_dir` has the compiler see, and list, relative paths.
+pub(crate) fn absolute(path: &Path, cwd: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in cwd.join(path).components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
 
 /// The prerequisites of every rule in `text`, in order, without duplicates.
 pub(crate) fn prerequisites(text: &str) -> Vec<PathBuf> {
@@ -59,6 +75,24 @@ fn words(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn relative_paths_become_absolute_against_the_compile_directory() {
+        use std::path::Path;
+        let cwd = Path::new("/w/qola-sys");
+        assert_eq!(
+            super::absolute(Path::new("../target/out/gen.h"), cwd),
+            Path::new("/w/target/out/gen.h")
+        );
+        assert_eq!(
+            super::absolute(Path::new("./kernels/a.hip"), cwd),
+            Path::new("/w/qola-sys/kernels/a.hip")
+        );
+        assert_eq!(
+            super::absolute(Path::new("/usr/include/x.h"), cwd),
+            Path::new("/usr/include/x.h")
+        );
+    }
+
     use super::*;
 
     #[test]

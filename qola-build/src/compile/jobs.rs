@@ -4,9 +4,14 @@
 //! Inside Cargo, every command beyond the first also holds a token of Cargo's jobserver (the
 //! same jobserver protocol `cc` uses), so a build never runs more compilers than `cargo -j`
 //! allows across all crates. After a failure no new command starts.
+//!
+//! Each command is reaped with `wait4(2)`, whose resource usage gives its peak memory: the
+//! largest resident set of the command or any process it waited for (the compiler proper, under
+//! hipcc and launchers). Those peaks become the per-unit memory estimates of later builds.
 
 use std::collections::VecDeque;
-use std::process::Command;
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -27,6 +32,8 @@ pub(crate) struct Outcome {
     pub elapsed: Duration,
     /// `None` when it succeeded; else the exit code (if any) and standard error.
     pub failure: Option<(Option<i32>, String)>,
+    /// Peak resident memory in bytes of the command's largest process, when known.
+    pub peak_memory: Option<u64>,
 }
 
 /// Cargo's jobserver, when this process was given one.
@@ -39,21 +46,64 @@ fn jobserver() -> Option<&'static jobserver::Client> {
         .as_ref()
 }
 
+/// Waits for `child` with `wait4`: its exit status and peak memory (bytes).
+fn wait_with_peak(child: &mut Child) -> std::io::Result<(ExitStatus, Option<u64>)> {
+    use std::os::unix::process::ExitStatusExt;
+    let pid = libc::pid_t::try_from(child.id()).map_err(std::io::Error::other)?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data that wait4 fills; zeroed is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our own child, not reaped yet (std only reaps in wait/try_wait, which
+        // are never called on it); the pointers are to live locals.
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if reaped == pid {
+            // Linux reports ru_maxrss in kilobytes.
+            let peak = u64::try_from(usage.ru_maxrss).ok().map(|kb| kb * 1024);
+            return Ok((ExitStatus::from_raw(status), peak));
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
 fn run_one(job: &Job) -> Outcome {
     let start = Instant::now();
-    let result = Command::new(&job.argv[0]).args(&job.argv[1..]).output();
-    let failure = match result {
-        Ok(out) if out.status.success() => None,
-        Ok(out) => Some((
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )),
-        Err(e) => Some((None, format!("cannot run {}: {e}", job.argv[0]))),
-    };
-    Outcome {
+    let outcome = |failure, peak_memory| Outcome {
         unit: job.unit,
         elapsed: start.elapsed(),
         failure,
+        peak_memory,
+    };
+    let spawned = Command::new(&job.argv[0])
+        .args(&job.argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            return outcome(
+                Some((None, format!("cannot run {}: {e}", job.argv[0]))),
+                None,
+            );
+        }
+    };
+    let mut stderr = Vec::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_end(&mut stderr);
+    }
+    let stderr = String::from_utf8_lossy(&stderr).into_owned();
+    match wait_with_peak(&mut child) {
+        Ok((status, peak)) if status.success() => outcome(None, peak),
+        Ok((status, peak)) => outcome(Some((status.code(), stderr)), peak),
+        Err(e) => outcome(
+            Some((None, format!("cannot wait for {}: {e}", job.argv[0]))),
+            None,
+        ),
     }
 }
 

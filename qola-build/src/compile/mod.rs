@@ -9,18 +9,21 @@
 //!    launcher, only the units that changed; `cc` archives the objects.
 //! 3. Each translation unit is looked up in the content-addressed object cache (see
 //!    `object_cache`); only units whose key changed are compiled, in parallel within Cargo's
-//!    jobserver budget, each wrapped by `QOLA_COMPILER_LAUNCHER` (ccache, sccache) when set.
+//!    jobserver budget and what the available memory holds at their measured peak (see
+//!    `memory`), each wrapped by `QOLA_COMPILER_LAUNCHER` (ccache) when set; ccache's own
+//!    counters tell how many it answered (see `launcher`).
 //! 4. The objects are linked into a static library exporting only the C API (see `link`), plus
 //!    `amdhip64`.
 //! 5. Inside a build script: `rerun-if-changed` for every source and every header the depfiles
 //!    list (but not those under `OUT_DIR`: generated, not inputs), `rerun-if-env-changed` for
-//!    every variable read; a log in `OUT_DIR`
-//!    (`qola-compile.log`, a line per unit) and one `cargo:warning` summary when something
-//!    compiled. A failed compile reports its exact command and the compiler's stderr, and writes
+//!    every variable read; a log in `OUT_DIR` (`qola-compile.log`: how many compiles ran at
+//!    once and why, a line per unit, the summary) and the summary as one `cargo:warning` when
+//!    something compiled. A failed compile reports its exact command and the compiler's stderr, and writes
 //!    `repro.sh` next to the log.
 
 mod depfile;
 mod jobs;
+mod launcher;
 mod link;
 mod memory;
 mod object_cache;
@@ -37,6 +40,7 @@ use crate::git_cli::shell_quote;
 use crate::options::cache_dir;
 use crate::stamp::write_atomic;
 use crate::toolchain::HipToolchain;
+pub use launcher::LauncherHits;
 use object_cache::{ObjectCache, unit_id};
 
 /// An incremental HIP library build (see the module docs).
@@ -90,6 +94,8 @@ pub struct UnitReport {
     pub elapsed: Duration,
     /// The headers its depfile listed.
     pub headers: Vec<PathBuf>,
+    /// Peak memory of its compile in bytes (compiled units, when measured).
+    pub peak_memory: Option<u64>,
 }
 
 /// What [`HipBuild::try_compile`] did.
@@ -110,12 +116,62 @@ pub struct CompileReport {
     pub log: PathBuf,
     /// Wall time of the whole build.
     pub elapsed: Duration,
+    /// How many compiles ran at once.
+    pub jobs: usize,
+    /// Why that many (the job limit, or the memory cap and its estimate).
+    pub jobs_reason: String,
+    /// What the launcher's cache answered, when the launcher reports it (ccache).
+    pub launcher_hits: Option<LauncherHits>,
 }
 
 impl CompileReport {
     /// How many units this build compiled.
     pub fn compiled(&self) -> usize {
         self.units.iter().filter(|u| u.compiled).count()
+    }
+
+    /// The one-line summary: units compiled, reused from qola's cache and (when the launcher
+    /// reports it) answered by the launcher's cache, wall time, parallelism.
+    pub fn summary(&self) -> String {
+        let compiled = self.compiled();
+        let launcher = match self.launcher_hits {
+            Some(h) if compiled > 0 => format!(
+                "; ccache answered {} of the {compiled} compiles ({} from remote storage)",
+                h.hits, h.remote_hits
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "qola compiled {compiled} of {} HIP units for {} in {:.1}s: {} reused from qola's cache{launcher}; {} at once ({}; log: {})",
+            self.units.len(),
+            self.archs.join(","),
+            self.elapsed.as_secs_f64(),
+            self.units.len() - compiled,
+            self.jobs,
+            self.toolchain.version(),
+            self.log.display()
+        )
+    }
+
+    /// The build log: why so many compiles ran at once, a line per unit (compiled or cached,
+    /// seconds, peak memory), the summary.
+    fn log_text(&self, summary: &str) -> String {
+        let mut text = format!("jobs: {}\n", self.jobs_reason);
+        for unit in &self.units {
+            let memory = unit
+                .peak_memory
+                .map_or("-".to_string(), |b| format!("{}MB", b >> 20));
+            let _ = writeln!(
+                text,
+                "{:8} {:7.2}s {:>7} {}",
+                if unit.compiled { "compiled" } else { "cached" },
+                unit.elapsed.as_secs_f64(),
+                memory,
+                unit.source.display()
+            );
+        }
+        let _ = writeln!(text, "summary: {summary}");
+        text
     }
 }
 
@@ -221,8 +277,9 @@ impl HipBuild {
         self
     }
 
-    /// Each compile needs about this many bytes of memory: no more compiles run at once than
-    /// the available memory holds (at least one). `QOLA_JOB_MEMORY_MB` overrides it.
+    /// The memory a compile is assumed to need until its peak has been measured: no more
+    /// compiles run at once than the available memory holds (at least one). Measured peaks
+    /// (kept in the object cache) take over; `QOLA_JOB_MEMORY_MB` overrides both.
     pub fn memory_per_job(&mut self, bytes: u64) -> &mut HipBuild {
         self.memory_per_job = Some(bytes);
         self
@@ -245,6 +302,8 @@ impl HipBuild {
                 .ok_or(Error::NoOutDir)?,
         };
         std::fs::create_dir_all(&out_dir).map_err(io_error("create", &out_dir))?;
+        // Canonical like the sources and headers, so those under OUT_DIR are recognized.
+        let out_dir = full_path(&out_dir)?;
         let cache = match &self.cache_dir {
             Some(dir) => dir.clone(),
             None => cache_dir(env).ok_or(Error::NoCacheDir)?,
@@ -272,16 +331,20 @@ impl HipBuild {
                 .map(|l| l.split_whitespace().map(String::from).collect())
                 .unwrap_or_default(),
         };
-        let limit = self
-            .jobs
-            .or_else(|| {
-                env.var("NUM_JOBS")
-                    .ok()
-                    .flatten()
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let per_job = match env.var("QOLA_JOB_MEMORY_MB")? {
+        let num_jobs: Option<usize> = env
+            .var("NUM_JOBS")
+            .ok()
+            .flatten()
+            .and_then(|n| n.parse().ok());
+        let (limit, limit_source) = match (self.jobs, num_jobs) {
+            (Some(n), _) => (n, format!(".jobs({n})")),
+            (None, Some(n)) => (n, format!("NUM_JOBS={n}")),
+            (None, None) => {
+                let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+                (n, format!("{n} CPUs"))
+            }
+        };
+        let env_memory = match env.var("QOLA_JOB_MEMORY_MB")? {
             Some(mb) => Some(
                 mb.trim().parse::<u64>().map_err(|_| Error::InvalidEnv {
                     name: "QOLA_JOB_MEMORY_MB".to_string(),
@@ -289,11 +352,7 @@ impl HipBuild {
                     expected: "a whole number of megabytes, e.g. 1024".to_string(),
                 })? << 20,
             ),
-            None => self.memory_per_job,
-        };
-        let limit = match per_job {
-            Some(bytes) => memory::cap(limit, bytes, memory::available()),
-            None => limit,
+            None => None,
         };
         Ok(Resolved {
             out_dir,
@@ -303,8 +362,22 @@ impl HipBuild {
             args,
             launcher,
             limit,
+            limit_source,
+            env_memory,
             target,
         })
+    }
+
+    /// How many of the units whose ids are `to_compile` run at once, and why.
+    fn parallelism(
+        &self,
+        r: &Resolved,
+        objects: &ObjectCache,
+        to_compile: &[&str],
+    ) -> memory::Parallelism {
+        let measured: Vec<Option<u64>> = to_compile.iter().map(|id| objects.peak(id)).collect();
+        let estimate = memory::Estimate::choose(r.env_memory, &measured, self.memory_per_job);
+        memory::decide(r.limit, &r.limit_source, estimate, memory::available())
     }
 
     /// Every command [`HipBuild::try_compile`] would run for `lib<name>.a`, with each unit's
@@ -314,9 +387,9 @@ impl HipBuild {
         let env = Env::new(&directives);
         let r = self.resolve(&env)?;
         let mut objects = ObjectCache::new(r.cache.join("hip"));
-        let mut units = Vec::new();
+        let mut units: Vec<PlannedUnit> = Vec::new();
         for file in &self.files {
-            let source = std::path::absolute(file).map_err(io_error("locate", file))?;
+            let source = full_path(file)?;
             let id = unit_id(&r.toolchain.identity, &r.args, &source);
             let found = objects.lookup(&id, &source);
             let object = match &found {
@@ -332,12 +405,19 @@ impl HipBuild {
                 source,
             });
         }
+        let to_compile: Vec<&str> = units
+            .iter()
+            .filter(|u| !u.cached)
+            .map(|u| u.unit_id.as_str())
+            .collect();
+        let parallelism = self.parallelism(&r, &objects, &to_compile);
         Ok(CompilePlan {
             library: r.out_dir.join(format!("lib{name}.a")),
             link: link::commands(name, &self.exported, &r.out_dir),
             units,
             archs: r.archs,
-            jobs: r.limit,
+            jobs: parallelism.jobs,
+            jobs_reason: parallelism.reason,
             toolchain: r.toolchain,
         })
     }
@@ -348,18 +428,17 @@ impl HipBuild {
         let directives = Directives::new(self.cargo_metadata);
         let env = Env::new(&directives);
         let resolved = self.resolve(&env)?;
-        let (out_dir, cache, args, limit) = (
+        let (out_dir, cache, args) = (
             resolved.out_dir.clone(),
             resolved.cache.clone(),
             &resolved.args,
-            resolved.limit,
         );
         let mut objects = ObjectCache::new(cache.join("hip"));
         let mut units = Vec::new();
         let mut jobs_to_run = Vec::new();
         let mut scratch = Vec::new();
         for (index, file) in self.files.iter().enumerate() {
-            let source = std::path::absolute(file).map_err(io_error("locate", file))?;
+            let source = full_path(file)?;
             let id = unit_id(&resolved.toolchain.identity, args, &source);
             match objects.lookup(&id, &source) {
                 Some((key, headers)) => units.push(UnitReport {
@@ -368,6 +447,7 @@ impl HipBuild {
                     compiled: false,
                     elapsed: Duration::ZERO,
                     headers,
+                    peak_memory: None,
                 }),
                 None => {
                     let object = objects.scratch(&id, "o")?;
@@ -381,6 +461,7 @@ impl HipBuild {
                         compiled: true,
                         elapsed: Duration::ZERO,
                         headers: Vec::new(),
+                        peak_memory: None,
                     });
                 }
             }
@@ -389,7 +470,18 @@ impl HipBuild {
             .iter()
             .map(|j| (j.unit, j.argv.clone()))
             .collect();
-        let outcomes = jobs::run_all(jobs_to_run, limit);
+        let to_compile: Vec<&str> = scratch.iter().map(|(_, id, ..)| id.as_str()).collect();
+        let parallelism = self.parallelism(&resolved, &objects, &to_compile);
+        let counters_before = (!jobs_to_run.is_empty())
+            .then(|| launcher::Counters::read(&resolved.launcher))
+            .flatten();
+        let outcomes = jobs::run_all(jobs_to_run, parallelism.jobs);
+        let launcher_hits = counters_before.and_then(|before| {
+            launcher::Counters::read(&resolved.launcher).map(|after| before.since(&after))
+        });
+        // A launcher's cache answer is not a compile: its peak says nothing about the unit's.
+        let record_peaks =
+            resolved.launcher.is_empty() || launcher_hits.is_some_and(|h| h.hits == 0);
         let log = out_dir.join("qola-compile.log");
         if let Some(failed) = outcomes.iter().find(|o| o.failure.is_some()) {
             for (_, _, object, depfile) in &scratch {
@@ -436,16 +528,21 @@ impl HipBuild {
             let deps =
                 std::fs::read_to_string(depfile).map_err(io_error("read the depfile", depfile))?;
             let _ = std::fs::remove_file(depfile);
-            // A header that does not exist here belongs to a sandboxed toolchain (its root is
-            // not this machine's): the compiler identity stands for it.
+            // Paths relative to the compile's directory (ccache's base_dir rewrites them) are
+            // made absolute. A header that does not exist here belongs to a sandboxed toolchain
+            // (its root is not this machine's): the compiler identity stands for it.
+            let cwd = std::env::current_dir().map_err(io_error("locate", Path::new(".")))?;
             let headers: Vec<PathBuf> = depfile::prerequisites(&deps)
                 .into_iter()
+                .map(|p| depfile::absolute(&p, &cwd))
                 .filter(|p| *p != unit.source && p.exists())
                 .collect();
-            let key = objects.install(id, &unit.source, headers.clone(), object)?;
+            let peak = outcome.peak_memory.filter(|_| record_peaks);
+            let key = objects.install(id, &unit.source, headers.clone(), object, peak)?;
             unit.object = objects.object_path(&key);
             unit.headers = headers;
             unit.elapsed = outcome.elapsed;
+            unit.peak_memory = outcome.peak_memory;
         }
 
         let object_paths: Vec<PathBuf> = units.iter().map(|u| u.object.clone()).collect();
@@ -481,17 +578,6 @@ impl HipBuild {
                 }
             }
         }
-        let mut text = String::new();
-        for unit in &units {
-            let _ = writeln!(
-                text,
-                "{:8} {:7.2}s {}",
-                if unit.compiled { "compiled" } else { "cached" },
-                unit.elapsed.as_secs_f64(),
-                unit.source.display()
-            );
-        }
-        write_atomic(&log, text.as_bytes())?;
         let report = CompileReport {
             units,
             library: linked.library,
@@ -500,17 +586,14 @@ impl HipBuild {
             toolchain: resolved.toolchain,
             log,
             elapsed: start.elapsed(),
+            jobs: parallelism.jobs,
+            jobs_reason: parallelism.reason,
+            launcher_hits,
         };
-        let compiled = report.compiled();
-        if compiled > 0 {
-            directives.warning(&format!(
-                "qola compiled {compiled} of {} HIP units for {} in {:.1}s ({}; log: {})",
-                report.units.len(),
-                report.archs.join(","),
-                report.elapsed.as_secs_f64(),
-                report.toolchain.version(),
-                report.log.display()
-            ));
+        let summary = report.summary();
+        write_atomic(&report.log, report.log_text(&summary).as_bytes())?;
+        if report.compiled() > 0 {
+            directives.warning(&summary);
         }
         Ok(report)
     }
@@ -522,7 +605,7 @@ impl HipBuild {
         let mut args = vec![toolchain.path.to_string_lossy().into_owned()];
         args.extend(["-x", "hip", "-fPIC", "-O3"].map(String::from));
         for dir in &self.includes {
-            let dir = std::path::absolute(dir).map_err(io_error("locate", dir))?;
+            let dir = full_path(dir)?;
             args.push("-I".to_string());
             args.push(dir.to_string_lossy().into_owned());
         }
@@ -558,6 +641,8 @@ struct Resolved {
     args: Vec<String>,
     launcher: Vec<String>,
     limit: usize,
+    limit_source: String,
+    env_memory: Option<u64>,
     target: String,
 }
 
@@ -604,9 +689,24 @@ pub struct CompilePlan {
     pub archs: Vec<String>,
     /// How many compiles would run at once (jobs, capped by memory).
     pub jobs: usize,
+    /// Why that many.
+    pub jobs_reason: String,
     /// The compiler.
     #[serde(skip)]
     pub toolchain: HipToolchain,
+}
+
+/// `path` as the compiler is given it: canonical when it exists (no `..`, no symlink, which is
+/// also how ccache normalizes its `base_dir`, so its relative-path rewriting applies), else
+/// made absolute lexically.
+fn full_path(path: &Path) -> Result<PathBuf> {
+    match std::fs::canonicalize(path) {
+        Ok(canonical) => Ok(canonical),
+        Err(_) => {
+            let cwd = std::env::current_dir().map_err(io_error("locate", path))?;
+            Ok(depfile::absolute(path, &cwd))
+        }
+    }
 }
 
 /// The triple `cc`'s archiver is told about: this machine (HIP host code runs where the GPU is).

@@ -32,6 +32,10 @@ struct UnitRecord {
     source: PathBuf,
     /// Every header the last depfile listed.
     headers: Vec<PathBuf>,
+    /// The largest peak memory (bytes) measured compiling it: the per-unit estimate that caps
+    /// parallel compiles (see `memory`).
+    #[serde(default)]
+    peak_memory: Option<u64>,
 }
 
 /// The cache under `<cache>/hip`.
@@ -88,27 +92,38 @@ impl ObjectCache {
         Some(hasher.finalize().to_hex().to_string())
     }
 
+    fn record(&self, unit_id: &str) -> Option<UnitRecord> {
+        let bytes = std::fs::read(self.record_path(unit_id)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// The largest peak memory measured compiling the unit, if any.
+    pub(crate) fn peak(&self, unit_id: &str) -> Option<u64> {
+        self.record(unit_id)?.peak_memory
+    }
+
     /// The key and headers of a unit from its record, when the object for that key exists.
     pub(crate) fn lookup(
         &mut self,
         unit_id: &str,
         source: &Path,
     ) -> Option<(String, Vec<PathBuf>)> {
-        let bytes = std::fs::read(self.record_path(unit_id)).ok()?;
-        let record: UnitRecord = serde_json::from_slice(&bytes).ok()?;
+        let record = self.record(unit_id)?;
         let key = self.key_with(unit_id, source, &record.headers)?;
         self.object_path(&key)
             .is_file()
             .then_some((key, record.headers))
     }
 
-    /// Stores a freshly compiled object and the header list of its depfile; returns its key.
+    /// Stores a freshly compiled object and the header list of its depfile, and raises the
+    /// unit's recorded peak memory to `peak`; returns its key.
     pub(crate) fn install(
         &mut self,
         unit_id: &str,
         source: &Path,
         headers: Vec<PathBuf>,
         compiled: &Path,
+        peak: Option<u64>,
     ) -> Result<String> {
         // Contents may have been read before the compile: read them again.
         self.hashes.remove(source);
@@ -124,9 +139,11 @@ impl ObjectCache {
             std::fs::create_dir_all(dir).map_err(io_error("create", dir))?;
         }
         std::fs::rename(compiled, &object).map_err(io_error("store the object as", &object))?;
+        let peak_memory = self.peak(unit_id).max(peak);
         let record = UnitRecord {
             source: source.to_path_buf(),
             headers,
+            peak_memory,
         };
         let json = serde_json::to_vec_pretty(&record).expect("a unit record serializes");
         write_atomic(&self.record_path(unit_id), &json)?;

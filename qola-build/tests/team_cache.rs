@@ -1,0 +1,191 @@
+//! A build a second machine gets for free: ccache as qola's compiler launcher, with a real Redis
+//! as its remote storage, and two "machines": two copies at different paths, each with its own
+//! empty local ccache and its own qola cache. Everything B compiles must come from Redis.
+//!
+//! The ccache settings are the ones the README documents for teams: `base_dir` above every
+//! checkout (paths under it are hashed relative to the compile's directory), `hash_dir` off, and
+//! for the sid toolchain wrapper `compiler_check = %compiler% --version`.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use qola_tests::{RedisServer, copy_tracked, tool};
+
+/// ccache's environment for `machine`'s builds, sharing `redis`.
+fn ccache_env(machine: &Path, base: &Path, redis: &RedisServer) -> Vec<(String, String)> {
+    [
+        ("QOLA_COMPILER_LAUNCHER", "ccache".to_string()),
+        ("CCACHE_DIR", machine.join("ccache").display().to_string()),
+        ("CCACHE_REMOTE_STORAGE", redis.url()),
+        ("CCACHE_BASEDIR", base.display().to_string()),
+        ("CCACHE_NOHASHDIR", "true".to_string()),
+        ("CCACHE_COMPILERCHECK", "%compiler% --version".to_string()),
+        (
+            "QOLA_CACHE_DIR",
+            machine.join("qola-cache").display().to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// `command` without inherited qola or ccache settings, with `env`.
+fn with_env(command: &mut Command, env: &[(String, String)]) {
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if name.starts_with("QOLA_") || name.starts_with("CCACHE_") {
+            command.env_remove(name);
+        }
+    }
+    command.envs(env.iter().map(|(k, v)| (k, v)));
+}
+
+/// The counter `name` of `ccache --print-stats` for the cache in `dir`.
+fn ccache_counter(dir: &Path, name: &str) -> u64 {
+    let out = Command::new("ccache")
+        .env("CCACHE_DIR", dir)
+        .arg("--print-stats")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}\t")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// qola's summary line in a build's output.
+fn summary(out: &Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    text.lines()
+        .find(|l| l.contains("qola compiled"))
+        .unwrap_or_else(|| panic!("no summary: {text}"))
+        .to_string()
+}
+
+/// The seconds qola's summary reports.
+fn seconds(summary: &str) -> f64 {
+    let after = summary.split(" in ").nth(1).expect("a time");
+    after.split('s').next().unwrap().parse().expect("seconds")
+}
+
+#[test]
+fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
+    let (Some(_), Some(redis_server)) = (
+        tool("ccache", "ccache"),
+        tool("redis-server", "redis-server"),
+    ) else {
+        return;
+    };
+    if !qola_tests::hipcc_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let redis = RedisServer::start(&redis_server, &tmp.path().join("redis"));
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let build = |machine: &str| -> (String, Duration) {
+        let dir = tmp.path().join(machine);
+        copy_tracked(&workspace, &dir.join("qola"));
+        let mut command = Command::new(env!("CARGO"));
+        command
+            .current_dir(dir.join("qola"))
+            .args(["build", "-p", "qola-sys", "--offline"])
+            // Shared, so registry crates compile once; each copy's own crates build apart.
+            .env(
+                "CARGO_TARGET_DIR",
+                qola_tests::fixtures_dir().join("team-target"),
+            )
+            .env("CARGO_TERM_COLOR", "never");
+        with_env(&mut command, &ccache_env(&dir, tmp.path(), &redis));
+        let start = Instant::now();
+        let out = command.output().unwrap();
+        (summary(&out), start.elapsed())
+    };
+    let (a, a_wall) = build("A");
+    assert!(
+        a.contains("qola compiled 10 of 10 HIP units")
+            && a.contains("ccache answered 0 of the 10 compiles"),
+        "{a}"
+    );
+    let (b, b_wall) = build("B");
+    assert!(
+        b.contains("qola compiled 10 of 10 HIP units")
+            && b.contains("ccache answered 10 of the 10 compiles (10 from remote storage)"),
+        "{b}"
+    );
+    let b_ccache = tmp.path().join("B/ccache");
+    assert_eq!(ccache_counter(&b_ccache, "remote_storage_hit"), 10);
+    assert_eq!(ccache_counter(&b_ccache, "cache_miss"), 0);
+    // Straight to stderr, past the test harness's capture: CI's log shows the ratio.
+    let report = format!(
+        "team cache: machine A {a_wall:.1?} ({} s in qola), machine B {b_wall:.1?} ({} s in qola), B/A in qola: {:.3}\n",
+        seconds(&a),
+        seconds(&b),
+        seconds(&b) / seconds(&a)
+    );
+    std::io::stderr().write_all(report.as_bytes()).unwrap();
+}
+
+/// The child side of the next test: compiles the demo HIP project in the current directory
+/// through `HIPCC`, with the launcher of the environment; prints qola's summary.
+fn compile_here() {
+    let dir = std::env::current_dir().unwrap();
+    let project = qola_tests::HipProject::create(&dir.join("src"));
+    let report = qola_build::HipBuild::new()
+        .files(&project.sources)
+        .include(&project.include)
+        .arch("gfx942")
+        .out_dir(dir.join("out"))
+        .cargo_metadata(false)
+        .try_compile("demo")
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", report.summary());
+}
+
+#[test]
+fn the_sid_toolchain_wrapper_hits_the_shared_redis_cache_from_another_path() {
+    if common::is_child() {
+        return compile_here();
+    }
+    let (Some(_), Some(redis_server)) = (
+        tool("ccache", "ccache"),
+        tool("redis-server", "redis-server"),
+    ) else {
+        return;
+    };
+    let Some(sid_hipcc) = qola_tests::sid_hipcc() else {
+        return;
+    };
+    // Under target/qola-fixtures, which the wrapper binds into its root.
+    let tmp = tempfile::tempdir_in(qola_tests::fixtures_dir()).unwrap();
+    let redis = RedisServer::start(&redis_server, &tmp.path().join("redis"));
+    let run = |machine: &str| -> String {
+        let dir: PathBuf = tmp.path().join(machine);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut command = common::child(
+            "the_sid_toolchain_wrapper_hits_the_shared_redis_cache_from_another_path",
+        );
+        command.current_dir(&dir);
+        let mut env = ccache_env(&dir, tmp.path(), &redis);
+        env.push(("HIPCC".to_string(), sid_hipcc.display().to_string()));
+        with_env(&mut command, &env);
+        summary(&command.output().unwrap())
+    };
+    let a = run("A");
+    assert!(a.contains("qola compiled 3 of 3 HIP units"), "{a}");
+    let b = run("B");
+    assert!(
+        b.contains("ccache answered 3 of the 3 compiles (3 from remote storage)"),
+        "{b}"
+    );
+}

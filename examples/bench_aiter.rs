@@ -18,22 +18,22 @@
 //!
 //! Works in `target/qola-fixtures/bench-aiter` (its own checkout, which step 4 edits and restores).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use qola_build::aiter::{AiterModule, AiterModuleSpec, prepare_module};
+use qola_build::CompileReport;
+use qola_build::aiter::AiterModule;
 use qola_build::manifest::Module;
-use qola_build::{CompileReport, Manifest, Prepare};
+use qola_tests::{NARROW_BWD_FILTER, NARROW_FWD_FILTER};
 
 const JOBS: usize = 2;
 const ARCHS: [&str; 2] = ["gfx942", "gfx950"];
 /// The header step 4 edits: CK's fmha forward example header (the backward has its own).
 const EDITED_HEADER: &str = "3rdparty/composable_kernel/example/ck_tile/01_fmha/fmha_fwd.hpp";
 const EDIT: &str = "// qola bench_aiter: a one-line change\n";
-const NARROW_FWD_FILTER: &str =
-    "fmha_fwd_d128_bf16_batch_*_qr_async_vr_ps*ddv_nlogits_nbias_*mask_lse_ndropout_*";
-const NARROW_BWD_FILTER: &str = "*d128_bf16_*batch_o2_npad*@*d128_bf16_b64x0_batch_o2_npad_ndeterministic*@*d128_bf16_batch_*_maxq0_npad_nbias_ndbias_*mask_ndropout_ndeterministic*";
 
 struct Bench {
     root: PathBuf,
@@ -43,17 +43,15 @@ struct Bench {
 
 impl Bench {
     fn module(&self, m: &Module, arch: &str, filter: Option<&str>, gen_dir: &str) -> AiterModule {
-        prepare_module(&AiterModuleSpec {
-            root: &self.root,
-            module: m,
-            archs: &[arch.to_string()],
-            gen_dir: &self.work.join(gen_dir),
-            cache: &self.work.join("cache"),
-            ck_filter: filter,
-            compiler: Some(&self.hipcc),
-            cargo_metadata: false,
-        })
-        .unwrap_or_else(|e| panic!("{e}"))
+        common::aiter_module(
+            &self.root,
+            m,
+            arch,
+            filter,
+            &self.work.join(gen_dir),
+            &self.work.join("cache"),
+            &self.hipcc,
+        )
     }
 
     /// Compiles `m` (every unit timed into `times`), on the object cache `cache`.
@@ -127,9 +125,7 @@ fn restore_header(root: &Path) {
 }
 
 fn main() {
-    let real = qola_tests::real_aiter().expect("the amd-aiter wheel (see README)");
     let hipcc = qola_tests::sid_hipcc().expect("the sid toolchain: run tools/sid-hipcc-setup");
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let work = qola_tests::fixtures_dir().join("bench-aiter");
     let bench = Bench {
         root: work.join("aiter"),
@@ -138,16 +134,8 @@ fn main() {
     };
     // A run stopped in step 4 leaves the edit: undo it so preparation finds no local edit.
     restore_header(&bench.root);
-    Prepare::new()
-        .root(&bench.root)
-        .url(real.upstream.to_string_lossy())
-        .commit(&real.commit)
-        .patches_dir(workspace.join("patches/aiter"))
-        .cache_dir(work.join("cache"))
-        .cargo_metadata(false)
-        .try_prepare()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let manifest = Manifest::from_path(&workspace.join("qola.toml")).unwrap();
+    common::prepare_real(&bench.root, &work.join("cache"));
+    let manifest = common::manifest();
 
     // 1. Units per module, recipe and architecture.
     println!("## Units per module, recipe and architecture\n");
@@ -197,19 +185,18 @@ fn main() {
     let _ = std::fs::remove_dir_all(&cache);
     let times = work.join("unit-times.csv");
     let _ = std::fs::remove_file(&times);
-    let module = |name: &str| {
-        manifest
-            .modules
-            .iter()
-            .find(|m| m.name == name)
-            .unwrap()
-            .clone()
-    };
     let narrow = [
         ("libmha_fwd", NARROW_FWD_FILTER),
         ("libmha_bwd", NARROW_BWD_FILTER),
     ]
-    .map(|(name, filter)| bench.module(&module(name), "gfx942", Some(filter), "gen-narrow"));
+    .map(|(name, filter)| {
+        bench.module(
+            &common::module(&manifest, name),
+            "gfx942",
+            Some(filter),
+            "gen-narrow",
+        )
+    });
     let start = Instant::now();
     let first: Vec<CompileReport> = narrow
         .iter()

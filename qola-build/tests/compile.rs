@@ -63,6 +63,44 @@ fn second_build_compiles_nothing() {
     assert!(!second.library_written);
 }
 
+/// A launcher script in `dir` that logs when each compile starts and ends, and that log.
+fn timing_launcher(dir: &Path) -> (PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let (script, log) = (dir.join("launcher.sh"), dir.join("times.log"));
+    let log_arg = log.display();
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"start $(date +%s%N)\" >> '{log_arg}'\n\"$@\"\nstatus=$?\n\
+             echo \"end $(date +%s%N)\" >> '{log_arg}'\nexit $status\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, log)
+}
+
+/// The most compiles that ran at the same time, from a [`timing_launcher`] log.
+fn most_at_once(log: &Path) -> usize {
+    let mut events: Vec<(u128, i32)> = std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (kind, at) = l.split_once(' ').unwrap();
+            // At the same instant an end comes before a start.
+            (at.parse().unwrap(), if kind == "start" { 1 } else { -1 })
+        })
+        .collect();
+    events.sort();
+    let (mut running, mut most) = (0, 0);
+    for (_, step) in events {
+        running += step;
+        most = most.max(running);
+    }
+    usize::try_from(most).unwrap()
+}
+
 #[test]
 fn parallel_compiles_are_capped_by_the_memory_each_needs() {
     let Some(s) = setup() else { return };
@@ -76,6 +114,46 @@ fn parallel_compiles_are_capped_by_the_memory_each_needs() {
     };
     assert_eq!(plan(1), 8, "a unit that needs a byte leaves the job limit");
     assert_eq!(plan(1 << 50), 1, "a petabyte per unit: one at a time");
+
+    // Real builds, each from an empty cache: 3 units under a limit of 3.
+    let build = |name: &str, per_job: u64| {
+        let (launcher, times) = timing_launcher(&s.tmp.path().join(name));
+        let report = s
+            .build()
+            .jobs(3)
+            .memory_per_job(per_job)
+            .launcher(&launcher.display().to_string())
+            .cache_dir(s.tmp.path().join(name).join("cache"))
+            .try_compile("demo")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(report.compiled(), 3);
+        (report, most_at_once(&times))
+    };
+    let (capped, capped_at_once) = build("capped", 1 << 50);
+    assert_eq!(
+        (capped.jobs, capped_at_once),
+        (1, 1),
+        "{}",
+        capped.jobs_reason
+    );
+    assert!(
+        capped
+            .jobs_reason
+            .starts_with("1 at once: memory holds 1 (")
+            && capped
+                .jobs_reason
+                .ends_with("per unit (the build's default)); the job limit was 3 (.jobs(3))"),
+        "{}",
+        capped.jobs_reason
+    );
+    let log = std::fs::read_to_string(&capped.log).unwrap();
+    assert!(
+        log.starts_with(&format!("jobs: {}\n", capped.jobs_reason)),
+        "{log}"
+    );
+    let (free, free_at_once) = build("free", 1);
+    assert_eq!(free.jobs, 3, "{}", free.jobs_reason);
+    assert!(free_at_once > 1, "uncapped, the 3 compiles overlap");
 }
 
 #[test]

@@ -75,25 +75,24 @@ fn words(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn relative_paths_become_absolute_against_the_compile_directory() {
-        use std::path::Path;
         let cwd = Path::new("/w/qola-sys");
         assert_eq!(
-            super::absolute(Path::new("../target/out/gen.h"), cwd),
+            absolute(Path::new("../target/out/gen.h"), cwd),
             Path::new("/w/target/out/gen.h")
         );
         assert_eq!(
-            super::absolute(Path::new("./kernels/a.hip"), cwd),
+            absolute(Path::new("./kernels/a.hip"), cwd),
             Path::new("/w/qola-sys/kernels/a.hip")
         );
         assert_eq!(
-            super::absolute(Path::new("/usr/include/x.h"), cwd),
+            absolute(Path::new("/usr/include/x.h"), cwd),
             Path::new("/usr/include/x.h")
         );
     }
-
-    use super::*;
 
     #[test]
     fn continuation_lines_and_escapes_are_read() {

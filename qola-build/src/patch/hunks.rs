@@ -1,6 +1,9 @@
-//! Applying unified-diff hunks to bytes: every context and removed line must match exactly (no
-//! fuzz); a hunk that matches elsewhere than its header says is applied at the nearest such place
-//! after the previous hunk, and its offset is reported.
+//! Applying unified-diff hunks to bytes exactly as `git apply` places them: every context and
+//! removed line must match (no fuzz); each hunk is applied to the file as the previous hunks left
+//! it, searched from the line its header gives for the new side, alternately one line further
+//! and one line back; a hunk whose old side starts at line 0 or 1 must match at the beginning, a
+//! hunk without trailing context at the end. A hunk applied elsewhere than its header says is
+//! reported with its offset.
 
 use super::{Hunk, LineKind};
 
@@ -21,82 +24,103 @@ pub(super) fn apply_hunks(
     hunks: &[Hunk],
     reverse: bool,
 ) -> Result<Applied, HunkFailure> {
-    let lines: Vec<&[u8]> = old.split_inclusive(|b| *b == b'\n').collect();
+    let mut image: Vec<Vec<u8>> = old
+        .split_inclusive(|b| *b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
     let (removed, added) = if reverse {
         (LineKind::Add, LineKind::Remove)
     } else {
         (LineKind::Remove, LineKind::Add)
     };
-    let mut data = Vec::with_capacity(old.len());
     let mut offsets = Vec::new();
-    let mut cursor = 0usize;
-    let mut drift = 0isize;
     for hunk in hunks {
-        let pre: Vec<&[u8]> = hunk
+        let side = |kind: LineKind| -> Vec<Vec<u8>> {
+            hunk.lines
+                .iter()
+                .filter(|l| l.kind == LineKind::Context || l.kind == kind)
+                .map(|l| l.text.clone())
+                .collect()
+        };
+        let (pre, post) = (side(removed), side(added));
+        let (old_start, new_start) = if reverse {
+            (hunk.new_start, hunk.old_start)
+        } else {
+            (hunk.old_start, hunk.new_start)
+        };
+        let trailing = hunk
             .lines
             .iter()
-            .filter(|l| l.kind == LineKind::Context || l.kind == removed)
-            .map(|l| l.text.as_slice())
-            .collect();
-        let start = if reverse {
-            hunk.new_start
-        } else {
-            hunk.old_start
+            .rev()
+            .take_while(|l| l.kind == LineKind::Context)
+            .count();
+        let hint = new_start.saturating_sub(1);
+        let placement = Placement {
+            beginning: old_start <= 1,
+            end: trailing == 0,
         };
-        // A hunk with no old lines inserts after line `start`; otherwise it begins at `start`.
-        let nominal = if pre.is_empty() {
-            start
-        } else {
-            start.saturating_sub(1)
-        };
-        let expected = (nominal as isize + drift).clamp(cursor as isize, lines.len() as isize);
-        let found = if pre.is_empty() {
-            Some(expected as usize)
-        } else {
-            find_nearest(&lines, &pre, expected as usize, cursor)
-        };
-        let Some(at) = found else {
+        let Some(at) = find_position(&image, &pre, hint, placement) else {
             return Err(HunkFailure {
                 header: hunk.header.clone(),
             });
         };
-        let offset = at as isize - nominal as isize;
-        if offset != 0 {
-            offsets.push((hunk.header.clone(), offset));
+        if at != hint {
+            offsets.push((hunk.header.clone(), at as isize - hint as isize));
         }
-        drift = offset;
-        for line in &lines[cursor..at] {
-            data.extend_from_slice(line);
-        }
-        for line in hunk
-            .lines
-            .iter()
-            .filter(|l| l.kind == LineKind::Context || l.kind == added)
-        {
-            data.extend_from_slice(&line.text);
-        }
-        cursor = at + pre.len();
+        image.splice(at..at + pre.len(), post);
     }
-    for line in &lines[cursor..] {
-        data.extend_from_slice(line);
-    }
-    Ok(Applied { data, offsets })
+    Ok(Applied {
+        data: image.concat(),
+        offsets,
+    })
 }
 
-/// The match of `pre` at or after `floor` nearest to `expected` (ties go forward).
-fn find_nearest(lines: &[&[u8]], pre: &[&[u8]], expected: usize, floor: usize) -> Option<usize> {
-    let fits = |at: usize| at + pre.len() <= lines.len() && lines[at..at + pre.len()] == *pre;
-    let last = lines.len().checked_sub(pre.len())?;
-    for distance in 0..=lines.len() {
-        let forward = expected + distance;
-        if forward <= last && fits(forward) {
-            return Some(forward);
+/// Where a hunk is allowed to match.
+#[derive(Clone, Copy)]
+struct Placement {
+    /// Only at the first line.
+    beginning: bool,
+    /// Only where its old side ends with the file.
+    end: bool,
+}
+
+/// git's search: from `line`, then one line further, one line back, two further, and so on.
+fn find_position(
+    image: &[Vec<u8>],
+    pre: &[Vec<u8>],
+    line: usize,
+    placement: Placement,
+) -> Option<usize> {
+    let line = if placement.beginning {
+        0
+    } else if placement.end {
+        image.len().saturating_sub(pre.len())
+    } else {
+        line
+    }
+    .min(image.len());
+    let fits = |at: usize| {
+        (!placement.beginning || at == 0)
+            && (!placement.end || at + pre.len() == image.len())
+            && at + pre.len() <= image.len()
+            && image[at..at + pre.len()] == *pre
+    };
+    if fits(line) {
+        return Some(line);
+    }
+    let (mut back, mut forward) = (line, line);
+    while back > 0 || forward < image.len() {
+        if forward < image.len() {
+            forward += 1;
+            if fits(forward) {
+                return Some(forward);
+            }
         }
-        let back = expected
-            .checked_sub(distance)
-            .filter(|b| distance > 0 && *b >= floor);
-        if let Some(back) = back.filter(|b| *b <= last && fits(*b)) {
-            return Some(back);
+        if back > 0 {
+            back -= 1;
+            if fits(back) {
+                return Some(back);
+            }
         }
     }
     None

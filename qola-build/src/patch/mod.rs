@@ -6,6 +6,8 @@
 //! makes a series all-or-nothing by construction: nothing is written until every patch applied.
 
 mod binary;
+#[cfg(test)]
+mod fuzz;
 mod hunks;
 mod parse;
 mod series;

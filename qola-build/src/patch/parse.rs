@@ -53,8 +53,18 @@ pub(crate) fn parse_patch(name: &str, data: &[u8]) -> Result<Patch> {
         {
             let old_path = parse_header_path(&text(&line[4..]), i + 1)?;
             let new_path = parse_header_path(&text(&lines[i + 1][4..]), i + 2)?;
+            if let (Some(old), Some(new)) = (&old_path, &new_path)
+                && old != new
+            {
+                return err(
+                    i + 1,
+                    format!(
+                        "`---` names {old} but `+++` names {new}; a plain diff cannot rename (use `git diff`)"
+                    ),
+                );
+            }
             let (hunks, next) = parse_hunks(&lines, i + 2)?;
-            files.push(FilePatch {
+            let file = FilePatch {
                 old_path,
                 new_path,
                 old_mode: None,
@@ -62,8 +72,15 @@ pub(crate) fn parse_patch(name: &str, data: &[u8]) -> Result<Patch> {
                 copy: false,
                 old_id: None,
                 body: Body::Text(hunks),
-            });
+            };
+            check_sides(&file, i + 3)?;
+            files.push(file);
             i = next;
+        } else if line.starts_with(b"@@ -") {
+            return err(
+                i + 1,
+                "hunk without a file header (`diff --git` or `---`/`+++`) before it: the patch is corrupt",
+            );
         } else {
             i += 1;
         }
@@ -175,18 +192,100 @@ fn parse_git_line_paths(rest: &str, line: usize) -> Result<(String, String)> {
     ))
 }
 
+/// A mode git writes in patches: 100644, 100755, 120000 or 160000 (a submodule); any other is
+/// an error (`git apply` would read 100 as executable, 1006 as not).
 fn parse_mode(value: &str, line: usize) -> Result<u32> {
-    u32::from_str_radix(value.trim(), 8)
-        .or_else(|_| err(line, format!("bad file mode `{}`", value.trim())))
+    match u32::from_str_radix(value.trim(), 8) {
+        Ok(mode @ (0o100644 | 0o100755 | 0o120000 | 0o160000)) => Ok(mode),
+        _ => err(
+            line,
+            format!(
+                "bad file mode `{}` (git writes 100644, 100755, 120000 or 160000)",
+                value.trim()
+            ),
+        ),
+    }
+}
+
+/// The extended header lines of a `diff --git` section that may appear once each.
+const HEADER_KEYWORDS: [&str; 9] = [
+    "old mode ",
+    "new mode ",
+    "deleted file mode ",
+    "new file mode ",
+    "rename from ",
+    "rename to ",
+    "copy from ",
+    "copy to ",
+    "index ",
+];
+
+/// The file name of a `diff --git a/x b/y` line when both sides name the same path (git's
+/// default name); `None` when they differ or cannot be split.
+fn default_name(rest: &str, line: usize) -> Result<Option<String>> {
+    match parse_git_line_paths(rest, line) {
+        Ok((a, b)) if a == b => Ok(Some(a)),
+        Ok(_) | Err(_) => Ok(None),
+    }
+}
+
+/// Sets a side's name from a `---`/`+++` line the way `git apply` checks it: a name given earlier
+/// (by `rename from`, `copy to`, ...) must agree, `/dev/null` only where no name was given.
+fn verify_name(
+    slot: &mut Option<String>,
+    named: &mut bool,
+    value: Option<String>,
+    side: &str,
+    line: usize,
+) -> Result<()> {
+    match (slot.as_ref(), value) {
+        (_, None) if *named && slot.is_some() => err(
+            line,
+            format!(
+                "expected /dev/null for the {side} file, the header names {}",
+                slot.as_deref().unwrap_or("")
+            ),
+        ),
+        (_, None) => Ok(()),
+        (Some(existing), Some(value)) if *named => {
+            if *existing == value {
+                Ok(())
+            } else {
+                err(
+                    line,
+                    format!("inconsistent {side} file name: {value}, the header names {existing}"),
+                )
+            }
+        }
+        (_, Some(value)) => {
+            *slot = Some(value);
+            *named = true;
+            Ok(())
+        }
+    }
+}
+
+/// The section's state while its header lines are read.
+#[derive(Default)]
+struct GitHeader {
+    old: Option<String>,
+    new: Option<String>,
+    old_named: bool,
+    new_named: bool,
+    is_new: bool,
+    is_delete: bool,
 }
 
 /// Parses a `diff --git` section starting at `start`; returns it and the index after it.
+/// Names follow `git apply`: from `rename`/`copy`/`---`/`+++` lines, else from the `diff --git`
+/// line when both of its sides agree; anything else is an error.
 fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)> {
     let head = text(lines[start]);
-    let (line_old, line_new) = parse_git_line_paths(&head["diff --git ".len()..], start + 1)?;
+    let default = default_name(&head["diff --git ".len()..], start + 1)?;
+    let mut names = GitHeader::default();
     let mut file = FilePatch {
-        old_path: Some(line_old),
-        new_path: Some(line_new),
+        old_path: None,
+        new_path: None,
         old_mode: None,
         new_mode: None,
         copy: false,
@@ -194,38 +293,87 @@ fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)
         body: Body::None,
     };
     let mut i = start + 1;
+    let mut body_end = None;
+    let mut seen: Vec<&str> = Vec::new();
     while i < lines.len() {
         let l = text(lines[i]);
         let n = i + 1;
+        if let Some(keyword) = HEADER_KEYWORDS.iter().find(|k| l.starts_with(*k)) {
+            if seen.contains(keyword) {
+                return err(
+                    n,
+                    format!("`{}` appears twice in one file's header", keyword.trim()),
+                );
+            }
+            seen.push(keyword);
+            let kinds = |set: &[&str]| seen.iter().filter(|s| set.contains(s)).count();
+            if kinds(&[
+                "new file mode ",
+                "deleted file mode ",
+                "rename from ",
+                "copy from ",
+            ]) > 1
+                || kinds(&[
+                    "new file mode ",
+                    "deleted file mode ",
+                    "rename to ",
+                    "copy to ",
+                ]) > 1
+            {
+                return err(
+                    n,
+                    "the header mixes a creation, a deletion, a rename or a copy of one file",
+                );
+            }
+        }
         if let Some(v) = l.strip_prefix("old mode ") {
             file.old_mode = Some(parse_mode(v, n)?);
         } else if let Some(v) = l.strip_prefix("new mode ") {
             file.new_mode = Some(parse_mode(v, n)?);
         } else if let Some(v) = l.strip_prefix("deleted file mode ") {
             file.old_mode = Some(parse_mode(v, n)?);
-            file.new_path = None;
+            names.is_delete = true;
+            names.new = None;
+            names.new_named = true;
         } else if let Some(v) = l.strip_prefix("new file mode ") {
             file.new_mode = Some(parse_mode(v, n)?);
-            file.old_path = None;
+            names.is_new = true;
+            names.old = None;
+            names.old_named = true;
         } else if let Some(v) = l.strip_prefix("rename from ") {
-            file.old_path = Some(unquote(v, n)?);
+            names.old = Some(unquote(v, n)?);
+            names.old_named = true;
         } else if let Some(v) = l.strip_prefix("rename to ") {
-            file.new_path = Some(unquote(v, n)?);
+            names.new = Some(unquote(v, n)?);
+            names.new_named = true;
         } else if let Some(v) = l.strip_prefix("copy from ") {
-            file.old_path = Some(unquote(v, n)?);
+            names.old = Some(unquote(v, n)?);
+            names.old_named = true;
             file.copy = true;
         } else if let Some(v) = l.strip_prefix("copy to ") {
-            file.new_path = Some(unquote(v, n)?);
+            names.new = Some(unquote(v, n)?);
+            names.new_named = true;
             file.copy = true;
         } else if l.starts_with("similarity index ") || l.starts_with("dissimilarity index ") {
         } else if let Some(v) = l.strip_prefix("index ") {
-            let mut parts = v.split_whitespace();
-            let ids = parts.next().unwrap_or("");
-            file.old_id = ids.split_once("..").map(|(a, _)| a.to_string());
-            if let Some(mode) = parts.next() {
+            let (ids, mode) = match v.split_once(' ') {
+                Some((ids, mode)) => (ids, Some(mode)),
+                None => (v, None),
+            };
+            let Some((old_id, new_id)) = ids.split_once("..") else {
+                return err(
+                    n,
+                    format!("bad `index` line `{l}` (expected `index OLD..NEW [MODE]`)"),
+                );
+            };
+            let hex = |id: &str| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
+            if !hex(old_id) || !hex(new_id) {
+                return err(n, format!("bad blob ids in `{l}`"));
+            }
+            file.old_id = Some(old_id.to_string());
+            if let Some(mode) = mode {
                 let mode = parse_mode(mode, n)?;
                 file.old_mode.get_or_insert(mode);
-                file.new_mode.get_or_insert(mode);
             }
         } else if let Some(minus) = l.strip_prefix("--- ") {
             let Some(plus) = lines.get(i + 1).filter(|p| p.starts_with(b"+++ ")) else {
@@ -233,15 +381,35 @@ fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)
             };
             let old = parse_header_path(minus, n)?;
             let new = parse_header_path(&text(&plus[4..]), n + 1)?;
-            if old.is_none() {
-                file.old_path = None;
+            // git would take differing names here for a rename; qola wants `rename` lines.
+            for (name, at) in [(&old, n), (&new, n + 1)] {
+                if let (Some(name), Some(default)) = (name, &default)
+                    && name != default
+                    && !file.copy
+                    && names.old == names.new
+                {
+                    return err(
+                        at,
+                        format!(
+                            "inconsistent file name: {name}, the `diff --git` line names {default}"
+                        ),
+                    );
+                }
             }
-            if new.is_none() {
-                file.new_path = None;
-            }
+            verify_name(&mut names.old, &mut names.old_named, old, "old", n)?;
+            verify_name(&mut names.new, &mut names.new_named, new, "new", n + 1)?;
             let (hunks, next) = parse_hunks(lines, i + 2)?;
+            if hunks.is_empty() {
+                return err(
+                    i + 3,
+                    "`---`/`+++` header without a hunk after it (a stray line before `@@`?)",
+                );
+            }
             file.body = Body::Text(hunks);
-            return Ok((file, next));
+            body_end = Some(next);
+            break;
+        } else if l.starts_with("+++ ") {
+            return err(n, "`+++` line without a `---` line before it");
         } else if l == "GIT binary patch" {
             let (forward, mut next) = decode_binary_block(lines, i + 1)?;
             if lines
@@ -251,16 +419,104 @@ fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)
                 next = decode_binary_block(lines, next)?.1;
             }
             file.body = Body::Binary(forward);
-            return Ok((file, next));
+            body_end = Some(next);
+            break;
         } else if l.starts_with("Binary files ") && l.ends_with(" differ") {
             file.body = Body::BinaryWithoutData;
-            return Ok((file, i + 1));
+            body_end = Some(i + 1);
+            break;
         } else {
             break;
         }
         i += 1;
     }
-    Ok((file, i))
+    if names.old.is_none() && names.new.is_none() {
+        let Some(name) = default else {
+            return err(
+                start + 1,
+                "the `diff --git` line names two different paths and no `rename`/`---`/`+++` line says which: the header is truncated or corrupt",
+            );
+        };
+        names.old = (!names.is_new).then(|| name.clone());
+        names.new = (!names.is_delete).then_some(name);
+    }
+    if (names.new.is_none() && !names.is_delete) || (names.old.is_none() && !names.is_new) {
+        return err(
+            start + 1,
+            "the section does not say which file it changes (git diff header lacks file names)",
+        );
+    }
+    if names.is_new && names.old.is_some() {
+        return err(
+            start + 1,
+            "a new file's section names an old file (expected /dev/null)",
+        );
+    }
+    if names.is_delete && names.new.is_some() {
+        return err(
+            start + 1,
+            "a deleted file's section names a new file (expected /dev/null)",
+        );
+    }
+    file.old_path = names.old;
+    file.new_path = names.new;
+    if file.new_mode.is_none() && !names.is_delete {
+        file.new_mode = file.old_mode;
+    }
+    if let (Some(old), Some(new)) = (file.old_mode, file.new_mode)
+        && file.old_path.is_some()
+        && file.new_path.is_some()
+        && old & 0o170000 != new & 0o170000
+    {
+        return err(
+            start + 1,
+            format!(
+                "new mode {new:o} of {} changes the file's type from {old:o}: a type change must be a deletion and a creation",
+                file.display_path()
+            ),
+        );
+    }
+    let metadata = names.is_new
+        || names.is_delete
+        || file.old_path != file.new_path
+        || file
+            .old_mode
+            .zip(file.new_mode)
+            .is_some_and(|(a, b)| a != b);
+    if matches!(file.body, Body::None) && !metadata {
+        return err(
+            i + 1,
+            "the section changes nothing (no hunk, no mode change, no rename): the patch has only garbage here",
+        );
+    }
+    check_sides(&file, start + 1)?;
+    Ok((file, body_end.unwrap_or(i)))
+}
+
+/// A created file has no old lines; a deleted file keeps no new lines.
+fn check_sides(file: &FilePatch, line: usize) -> Result<()> {
+    let Body::Text(hunks) = &file.body else {
+        return Ok(());
+    };
+    let has = |kind: LineKind| {
+        hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .any(|l| l.kind == kind || l.kind == LineKind::Context)
+    };
+    if file.old_path.is_none() && has(LineKind::Remove) {
+        return err(
+            line,
+            format!("new file {} depends on old contents", file.display_path()),
+        );
+    }
+    if file.new_path.is_none() && has(LineKind::Add) {
+        return err(
+            line,
+            format!("deleted file {} still has contents", file.display_path()),
+        );
+    }
+    Ok(())
 }
 
 /// Parses `@@ -a[,b] +c[,d] @@`: returns (old_start, old_len, new_start, new_len).
@@ -311,7 +567,7 @@ fn parse_hunks(lines: &[&[u8]], start: usize) -> Result<(Vec<Hunk>, usize)> {
                 Some(b'+') => (LineKind::Add, &raw[1..]),
                 // An editor may strip the single space of an empty context line.
                 Some(b'\n') => (LineKind::Context, &raw[..]),
-                Some(b'\\') => {
+                Some(b'\\') if is_no_newline_marker(raw) => {
                     strip_last_newline(&mut hunk);
                     i += 1;
                     continue;
@@ -326,14 +582,21 @@ fn parse_hunks(lines: &[&[u8]], start: usize) -> Result<(Vec<Hunk>, usize)> {
                     );
                 }
             };
-            match kind {
-                LineKind::Context => {
-                    old_left = old_left.saturating_sub(1);
-                    new_left = new_left.saturating_sub(1);
-                }
-                LineKind::Remove => old_left = old_left.saturating_sub(1),
-                LineKind::Add => new_left = new_left.saturating_sub(1),
-            }
+            let counts = match kind {
+                LineKind::Context => old_left.checked_sub(1).zip(new_left.checked_sub(1)),
+                LineKind::Remove => old_left.checked_sub(1).map(|o| (o, new_left)),
+                LineKind::Add => new_left.checked_sub(1).map(|n| (old_left, n)),
+            };
+            let Some(counts) = counts else {
+                return err(
+                    i + 1,
+                    format!(
+                        "hunk `{}` has more lines of one side than its header counts: the patch is corrupt",
+                        hunk.header
+                    ),
+                );
+            };
+            (old_left, new_left) = counts;
             hunk.lines.push(HunkLine {
                 kind,
                 text: body.to_vec(),
@@ -342,12 +605,32 @@ fn parse_hunks(lines: &[&[u8]], start: usize) -> Result<(Vec<Hunk>, usize)> {
         }
         // `\ No newline at end of file` after the last line of either side.
         while lines.get(i).is_some_and(|l| l.starts_with(b"\\")) {
+            if !is_no_newline_marker(lines[i]) {
+                return err(
+                    i + 1,
+                    "a cut `\\ No newline at end of file` line: the patch is corrupt",
+                );
+            }
             strip_last_newline(&mut hunk);
             i += 1;
+        }
+        if hunk.lines.iter().all(|l| l.kind == LineKind::Context) {
+            return err(
+                i,
+                format!(
+                    "hunk `{}` changes nothing: the patch is corrupt",
+                    hunk.header
+                ),
+            );
         }
         hunks.push(hunk);
     }
     Ok((hunks, i))
+}
+
+/// `\ No newline at end of file`, in any language: `\ ` and at least 12 bytes, as git checks.
+fn is_no_newline_marker(line: &[u8]) -> bool {
+    line.starts_with(b"\\ ") && line.len() >= 12
 }
 
 /// Applies `\ No newline at end of file` to the hunk line just read.
@@ -409,6 +692,59 @@ mod tests {
         let p = b"--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n";
         let e = parse_patch("p", p).unwrap_err();
         assert!(e.message.contains("ends early"), "{}", e.message);
+    }
+
+    /// Malformed patches that `git apply` refuses (each checked against git by hand and by the
+    /// fuzz test): qola refuses them too, naming the line.
+    #[test]
+    fn malformed_sections_are_refused_like_git_apply_refuses_them() {
+        for (what, patch, line) in [
+            (
+                "truncated diff --git line (would rename)",
+                "diff --git a/f b/fo\nindex 1..2 100644\n@@ -1 +1 @@\n-a\n+b\n",
+                1,
+            ),
+            (
+                "stray line before @@ of a new file",
+                "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\nstray\n@@ -0,0 +1 @@\n+hi\n",
+                5,
+            ),
+            (
+                "type change without content",
+                "diff --git a/f b/f\nold mode 100644\nnew mode 120000\n",
+                1,
+            ),
+            (
+                "section with only garbage",
+                "diff --git a/f b/f\nindex 1..2 100644\ngarbage\n",
+                3,
+            ),
+            (
+                "inconsistent +++ name",
+                "diff --git a/f b/f\n--- a/f\n+++ b/g\n@@ -1 +1 @@\n-a\n+b\n",
+                3,
+            ),
+            (
+                "new file with context",
+                "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1,2 @@\n x\n+y\n",
+                1,
+            ),
+            (
+                "deleted file keeping a line",
+                "diff --git a/f b/f\ndeleted file mode 100644\n--- a/f\n+++ /dev/null\n@@ -1 +0,1 @@\n-a\n+b\n",
+                1,
+            ),
+            (
+                "fragment without header",
+                "diff --git a/f b/f\nindex 1..2 100644\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n@@ -5 +5 @@\n",
+                8,
+            ),
+        ] {
+            match parse_patch("p", patch.as_bytes()) {
+                Ok(p) => panic!("{what}: accepted as {p:?}"),
+                Err(e) => assert_eq!(e.line, line, "{what}: {}", e.message),
+            }
+        }
     }
 
     #[test]

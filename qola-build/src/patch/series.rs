@@ -109,12 +109,12 @@ pub(crate) fn apply_series(
             .iter()
             .filter(|s| !is_dirty_submodule_marker(s))
             .collect();
-        for section in &sections {
+        for section in sections {
+            // Checked against the tree as the sections before it left it: a symlink created by
+            // this patch or an earlier one is seen before a path goes through it.
             for path in [&section.old_path, &section.new_path].into_iter().flatten() {
                 check_path(&patch.name, path, &tree)?;
             }
-        }
-        for section in sections {
             match apply_section(section, &mut tree) {
                 Ok(moved) => offsets.extend(moved.into_iter().map(|(hunk, by)| {
                     format!(
@@ -216,6 +216,11 @@ fn check_path(patch: &str, path: &str, tree: &Overlay) -> Result<()> {
             Pristine::File(f) if f.mode == MODE_SYMLINK && depth < parts.len() => {
                 return Err(refuse(&format!("goes through the symlink `{prefix}`")));
             }
+            Pristine::File(_) if depth < parts.len() => {
+                return Err(refuse(&format!(
+                    "needs `{prefix}` to be a directory, but it is a file"
+                )));
+            }
             Pristine::Gitlink if depth == parts.len() => {
                 return Err(refuse(
                     "is a submodule pointer (gitlink); qola does not patch submodule commits: pin another AITER commit instead",
@@ -257,6 +262,18 @@ fn apply_section(
         },
         None => None,
     };
+    let new_mode = section.new_path.as_ref().and(section.new_mode);
+    if let (Some(mode), Some(file)) = (section.old_mode.or(new_mode), &old)
+        && mode & 0o170000 != file.mode & 0o170000
+    {
+        return Err(failure(
+            whole,
+            format!(
+                "the patch expects mode {mode:o} but the file has {:o} (wrong type)",
+                file.mode
+            ),
+        ));
+    }
     if let Some(new) = &section.new_path {
         let is_move = section.old_path.as_deref() != Some(new.as_str());
         if is_move && read(tree, new)?.is_some() {
@@ -461,6 +478,27 @@ mod tests {
         let bump = marker.replace("01bc-dirty", "9999");
         let e = apply_series(&series(&[("1", &bump)]), &tree(), "c").unwrap_err();
         assert!(e.to_string().contains("submodule pointer"), "{e}");
+    }
+
+    #[test]
+    fn a_symlink_created_earlier_in_the_same_patch_is_not_written_through() {
+        let p = "diff --git a/evil b/evil\nnew file mode 120000\n--- /dev/null\n+++ b/evil\n@@ -0,0 +1 @@\n+../../victim\n\\ No newline at end of file\ndiff --git a/evil/x b/evil/x\nnew file mode 100644\n--- /dev/null\n+++ b/evil/x\n@@ -0,0 +1 @@\n+owned\n";
+        let e = apply_series(&series(&[("p", p)]), &tree(), "c").unwrap_err();
+        assert!(
+            matches!(&e, Error::UnsafePatchPath { path, .. } if path == "evil/x"),
+            "{e}"
+        );
+        // Split over two patches: the same.
+        let (first, second) = p.split_at(p.find("diff --git a/evil/x").unwrap());
+        let e = apply_series(&series(&[("1", first), ("2", second)]), &tree(), "c").unwrap_err();
+        assert!(e.to_string().contains("symlink `evil`"), "{e}");
+    }
+
+    #[test]
+    fn a_file_under_a_file_is_refused() {
+        let p = "diff --git a/a.txt/x b/a.txt/x\nnew file mode 100644\n--- /dev/null\n+++ b/a.txt/x\n@@ -0,0 +1 @@\n+x\n";
+        let e = apply_series(&series(&[("p", p)]), &tree(), "c").unwrap_err();
+        assert!(e.to_string().contains("it is a file"), "{e}");
     }
 
     #[test]

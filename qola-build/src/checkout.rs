@@ -82,16 +82,8 @@ pub(crate) fn clone_superproject(net: &Network, url: &str, root: &Path) -> Resul
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "aiter".to_string());
-    // Clones killed before their rename are garbage (the caller holds the checkout's lock).
-    let prefix = format!(".{name}.qola-clone-");
-    if let Ok(entries) = std::fs::read_dir(parent) {
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
-    let partial = parent.join(format!("{prefix}{}", std::process::id()));
+    remove_partial_clones(root);
+    let partial = parent.join(format!(".{name}.qola-clone-{}", std::process::id()));
     git.run(
         parent,
         &[
@@ -117,6 +109,22 @@ pub(crate) fn clone_superproject(net: &Network, url: &str, root: &Path) -> Resul
     let repo = Repository::open(root).map_err(git_error("open the new clone", root))?;
     pin_config(&repo, root)?;
     Ok(repo)
+}
+
+/// Removes the temporary directories of clones killed before their rename into `root` (they are
+/// garbage: the caller holds the checkout's lock, so no clone of this checkout is running).
+pub(crate) fn remove_partial_clones(root: &Path) {
+    let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.qola-clone-", name.to_string_lossy());
+    if let Ok(entries) = std::fs::read_dir(parent) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
 }
 
 /// Pins `core.autocrlf=false` and `core.filemode=true` in the repository's own config (never the
@@ -207,16 +215,19 @@ pub(crate) fn resolve_commit(
         root: root.to_path_buf(),
         detail: detail.to_string(),
     };
-    if matches!(net, Network::Offline)
-        && !looks_like_sha
-        && let Some(id) = lookup(repo, spec, true)
-    {
-        return Ok((
-            id,
-            Some(format!(
+    if !looks_like_sha && let Some(id) = lookup(repo, spec, true) {
+        let warning = match net {
+            Network::Offline => Some(format!(
                 "offline: using branch `{spec}` as last fetched (origin/{spec} = {id})"
             )),
-        ));
+            Network::Never => Some(format!(
+                "status does not fetch: branch `{spec}` as last fetched (origin/{spec} = {id}); `prepare` fetches it first and follows it if it moved"
+            )),
+            Network::Online(_) => None,
+        };
+        if let Some(warning) = warning {
+            return Ok((id, Some(warning)));
+        }
     }
     let git = net.git(&format!("fetch `{spec}` from {url}"), root)?;
     let hint = "check aiter_commit and aiter_url; run the command above by hand to see more";

@@ -196,12 +196,39 @@ impl Prepare {
             url: normalized,
             commit,
             patches_dir: patches_dir.map(absolute),
-            root: absolute(root),
+            root: canonical_root(&absolute(root)),
             cache: cache.map(absolute),
             skip,
             force,
             offline,
         })
+    }
+}
+
+/// The checkout's one spelling: symlinks resolved and `.`/`..` removed for the part that exists,
+/// the rest appended as given, so the lock and the snapshot of a checkout are the same whatever
+/// path names it (a symlink, `..`, a trailing `/.`).
+pub(crate) fn canonical_root(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(mut out) = existing.canonicalize() {
+            for part in rest.iter().rev() {
+                if part == ".." {
+                    out.pop();
+                } else if part != "." {
+                    out.push(part);
+                }
+            }
+            return out;
+        }
+        let Some(last) = existing.components().next_back() else {
+            return path.to_path_buf();
+        };
+        rest.push(last.as_os_str().to_owned());
+        if !existing.pop() {
+            return path.to_path_buf();
+        }
     }
 }
 

@@ -25,7 +25,7 @@
 //! A path is a **local edit** only when its work-tree content differs from every state qola or
 //! git put there: the prepared state (new key), the state the stamp recorded (old key), the
 //! pinned commit (new and old), and the repository's current `HEAD` (commits are not lost by a
-//! resync; the old `HEAD` is kept as `refs/qola/previous-head`). A path back at the pinned
+//! resync; each old `HEAD` is kept as `refs/qola/kept/<id>`). A path back at the pinned
 //! commit's content is our patch undone, not a user's edit.
 //!
 //! # Cost of the common case
@@ -40,8 +40,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cargo::Directives;
 use crate::checkout::{
-    Network, Pinned, Pristine, clone_superproject, open_checkout, pin_config, resolve_commit,
-    set_origin,
+    Network, Pinned, Pristine, clone_superproject, open_checkout, pin_config,
+    remove_partial_clones, resolve_commit, set_origin,
 };
 use crate::diff::{Change, render};
 use crate::env::Env;
@@ -91,6 +91,7 @@ impl Prepare {
                 lock.display()
             ))
         })?;
+        remove_partial_clones(&settings.root);
         match decide(&settings, &env, directives, Mode::Prepare)? {
             Decided::Report(report) => Ok(*report),
             Decided::Diff(_) => unreachable!("prepare mode never diffs"),
@@ -295,14 +296,15 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         && mode != Mode::Diff
     {
         // Nothing to do and nothing written in the checkout; only the snapshot in qola's cache.
-        if let (Some(snap), Some(file)) = (refreshed, &snapshot_file) {
-            snap.write(file)?;
-        }
-        return Ok(Decided::Report(Box::new(Preparation {
+        let mut report = Preparation {
             action: Action::UpToDate,
             expected_fingerprint: Some(stamp.fingerprint.clone()),
             ..base
-        })));
+        };
+        if let (Some(snap), Some(file)) = (refreshed, &snapshot_file) {
+            keep_cache_going(snap.write(file), &mut report.warnings, directives);
+        }
+        return Ok(Decided::Report(Box::new(report)));
     }
 
     let pinned = Pinned::open(root, repo, commit, &settings.clone_url, fresh, &net)?;
@@ -471,7 +473,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         report.backup = Some(backup);
     }
     if let Some(file) = &snapshot_file {
-        Snapshot::remove(file)?;
+        keep_cache_going(Snapshot::remove(file), &mut report.warnings, directives);
     }
     qola_dir.write_marker(&key)?;
     pin_config(&pinned.repos[0].repo, root)?;
@@ -536,7 +538,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         action: report.action.as_str().to_string(),
     })?;
     if let (Some(snapshot), Some(file)) = (snapshot, &snapshot_file) {
-        snapshot.write(file)?;
+        keep_cache_going(snapshot.write(file), &mut report.warnings, directives);
     }
     qola_dir.clear_marker()?;
     for warning in &applied.offsets {
@@ -609,6 +611,15 @@ fn candidates_differing(
     Ok(out)
 }
 
+/// qola's cache is an optimisation: a failure to use it is a warning, never a failed prepare.
+fn keep_cache_going(result: Result<()>, warnings: &mut Vec<String>, directives: &Directives) {
+    if let Err(e) = result {
+        let message = format!("qola's cache is not usable, so the next no-op check is slower: {e}");
+        directives.warning(&message);
+        warnings.push(message);
+    }
+}
+
 /// Reasons found by comparing the tree and the stamp with the new key and pinned state.
 fn tree_reasons(
     pinned: &Pinned,
@@ -646,7 +657,7 @@ fn tree_reasons(
                 reasons.push(Reason::new(
                     ReasonKind::HeadMoved,
                     format!(
-                        "HEAD of {name} moved to {} (pinned {}); the old HEAD is kept as refs/qola/previous-head",
+                        "HEAD of {name} moved to {} (pinned {}); the old HEAD is kept as refs/qola/kept/{head}",
                         &head[..12.min(head.len())],
                         &repo.commit.to_string()[..12]
                     ),

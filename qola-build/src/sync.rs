@@ -3,7 +3,8 @@
 //! 1. Every path to be written is checked first: no directory on its way may be a symlink in the
 //!    work tree (a patch must not write outside the tree through a link someone made).
 //! 2. A repository whose `HEAD` is not at its pinned commit (or that was just cloned, or has no
-//!    index) is checked out there, detached; the old `HEAD` is kept as `refs/qola/previous-head`.
+//!    index) is checked out there, detached; the old `HEAD` is kept as `refs/qola/kept/<id>` (and as
+//!    `refs/qola/previous-head`, the latest).
 //! 3. Each candidate path whose work-tree content differs from its target is rewritten (through a
 //!    temporary file and a rename) or removed. A path already right is not touched: its mtime
 //!    stays, so compilers see no change.
@@ -100,14 +101,18 @@ fn checkout_pinned(repo: &PinnedRepo) -> Result<()> {
     }
     let at = &repo.workdir;
     if let Some(old) = head.filter(|old| *old != repo.commit && !repo.fresh) {
-        repo.repo
-            .reference(
-                "refs/qola/previous-head",
-                old,
-                true,
-                "qola: HEAD before moving to the pinned commit",
-            )
-            .map_err(git_error("keep the previous HEAD", at))?;
+        // The latest one under a fixed name, and every one under its own: a later resync never
+        // makes an earlier commit unreachable.
+        for name in ["refs/qola/previous-head".to_string(), kept_ref(old)] {
+            repo.repo
+                .reference(
+                    &name,
+                    old,
+                    true,
+                    "qola: HEAD before moving to the pinned commit",
+                )
+                .map_err(git_error("keep the previous HEAD", at))?;
+        }
     }
     let commit = repo
         .repo
@@ -119,6 +124,11 @@ fn checkout_pinned(repo: &PinnedRepo) -> Result<()> {
     repo.repo
         .set_head_detached(repo.commit)
         .map_err(git_error("detach HEAD at the pinned commit", at))
+}
+
+/// The ref that keeps a `HEAD` qola moved away from, until the user deletes it.
+pub(crate) fn kept_ref(head: Oid) -> String {
+    format!("refs/qola/kept/{head}")
 }
 
 /// Writes or removes one work-tree path.

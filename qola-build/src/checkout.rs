@@ -237,7 +237,7 @@ pub(crate) fn resolve_commit(
         if git
             .run(
                 root,
-                &["fetch", "--quiet", "origin", &refspec],
+                &["fetch", "--quiet", url, &refspec],
                 "fetch a branch",
                 hint,
             )
@@ -250,7 +250,7 @@ pub(crate) fn resolve_commit(
     } else if spec.len() == 40 {
         let _ = git.run(
             root,
-            &["fetch", "--quiet", "origin", spec],
+            &["fetch", "--quiet", url, spec],
             "fetch a commit",
             hint,
         );
@@ -258,20 +258,22 @@ pub(crate) fn resolve_commit(
             return Ok((id, None));
         }
     }
-    fetch_all(&git, root, hint)?;
+    fetch_all(&git, root, url, hint)?;
     lookup(repo, spec, !looks_like_sha)
         .map(|id| (id, None))
         .ok_or_else(|| not_found("; not found after fetching all branches and tags"))
 }
 
-fn fetch_all(git: &GitCli, workdir: &Path, hint: &str) -> Result<()> {
+/// Fetches every branch and tag of `url` (the URL itself, not the `origin` remote: a changed URL
+/// is written to the config only when the tree is written).
+fn fetch_all(git: &GitCli, workdir: &Path, url: &str, hint: &str) -> Result<()> {
     git.run(
         workdir,
         &[
             "fetch",
             "--quiet",
             "--tags",
-            "origin",
+            url,
             "+refs/heads/*:refs/remotes/origin/*",
         ],
         "fetch all branches and tags",
@@ -280,7 +282,13 @@ fn fetch_all(git: &GitCli, workdir: &Path, hint: &str) -> Result<()> {
 }
 
 /// Makes sure `commit` exists in the repository at `workdir`, fetching it if needed.
-fn ensure_commit(repo: &Repository, workdir: &Path, commit: Oid, net: &Network) -> Result<()> {
+fn ensure_commit(
+    repo: &Repository,
+    workdir: &Path,
+    commit: Oid,
+    url: &str,
+    net: &Network,
+) -> Result<()> {
     if repo.find_commit(commit).is_ok() {
         return Ok(());
     }
@@ -293,13 +301,13 @@ fn ensure_commit(repo: &Repository, workdir: &Path, commit: Oid, net: &Network) 
     if git
         .run(
             workdir,
-            &["fetch", "--quiet", "origin", &sha],
+            &["fetch", "--quiet", url, &sha],
             "fetch a commit",
             hint,
         )
         .is_err()
     {
-        fetch_all(&git, workdir, hint)?;
+        fetch_all(&git, workdir, url, hint)?;
     }
     repo.find_commit(commit).map(|_| ()).map_err(git_error(
         &format!("find commit {commit} after fetching"),
@@ -317,8 +325,13 @@ pub(crate) struct PinnedRepo {
     pub repo: Repository,
     /// The commit the pinned state records for it.
     pub commit: Oid,
-    /// Cloned by this run: its work tree is still empty.
+    /// Cloned by this run, or its work tree is not attached (a deinit-ed submodule, a new
+    /// worktree): it must be checked out.
     pub fresh: bool,
+    /// The URL its `origin` must have (a submodule's follows its superproject's).
+    pub url: String,
+    /// A submodule's name in `.gitmodules` (`None` for the superproject).
+    pub name: Option<String>,
 }
 
 /// A path of the pinned state, read from the object database.
@@ -381,6 +394,7 @@ fn submodule_config(
     repo: &Repository,
     commit: Oid,
     workdir: &Path,
+    root: &Path,
 ) -> Result<BTreeMap<String, (String, String)>> {
     let tree = repo
         .find_commit(commit)
@@ -392,14 +406,10 @@ fn submodule_config(
     let blob = repo
         .find_blob(entry.id())
         .map_err(git_error("read .gitmodules", workdir))?;
-    // git2 parses config files only from disk: give it a private copy.
-    let copy = repo
-        .path()
-        .join("qola")
-        .join(format!("gitmodules-{commit}"));
-    if let Some(dir) = copy.parent() {
-        std::fs::create_dir_all(dir).map_err(io_error("create", dir))?;
-    }
+    // git2 parses config files only from disk: give it a private copy beside the checkout (where
+    // its lock is), never inside it.
+    let copy = crate::lock::lock_path(root)
+        .with_extension(format!("gitmodules-{}-{commit}", std::process::id()));
     std::fs::write(&copy, blob.content()).map_err(io_error("write", &copy))?;
     let config = git2::Config::open(&copy).map_err(git_error("parse .gitmodules", &copy))?;
     let mut paths = BTreeMap::new();
@@ -468,54 +478,49 @@ impl Pinned {
             repo,
             commit,
             fresh,
+            url: url.to_string(),
+            name: None,
         }];
-        let mut urls = vec![url.to_string()];
         let mut next = 0;
         while next < repos.len() {
             let links = gitlinks(&repos[next].repo, repos[next].commit, &repos[next].workdir)?;
-            let mut config = None;
+            if links.is_empty() {
+                next += 1;
+                continue;
+            }
+            let parent = &repos[next];
+            let config = submodule_config(&parent.repo, parent.commit, &parent.workdir, root)?;
+            let mut found = Vec::new();
             for (path, sub_commit) in links {
-                let parent = &repos[next];
                 let full = join(&parent.path, &path);
                 let workdir = root.join(&full);
+                let Some((name, sub_url)) = config.get(&path).cloned() else {
+                    return Err(Error::Submodule {
+                        path: full,
+                        root: root.to_path_buf(),
+                        why: "the pinned commit has a gitlink here but no .gitmodules entry; pin another commit".to_string(),
+                    });
+                };
+                let sub_url = resolve_relative_url(&parent.url, &sub_url);
                 let (repo, fresh) = match open_submodule(&workdir) {
                     Some(repo) => (repo, false),
-                    None => {
-                        if config.is_none() {
-                            config = Some(submodule_config(
-                                &parent.repo,
-                                parent.commit,
-                                &parent.workdir,
-                            )?);
-                        }
-                        let found = config.as_ref().and_then(|c| c.get(&path)).cloned();
-                        let Some((name, sub_url)) = found else {
-                            return Err(Error::Submodule {
-                                path: full,
-                                root: root.to_path_buf(),
-                                why: "the pinned commit has a gitlink here but no .gitmodules entry; pin another commit".to_string(),
-                            });
-                        };
-                        let sub_url = resolve_relative_url(&urls[next], &sub_url);
-                        let repo = attach_submodule(parent, &path, &name, &sub_url, net, root)?;
-                        (repo, true)
-                    }
+                    None => (
+                        open_detached_submodule(parent, &path, &name, &sub_url, net, root)?,
+                        true,
+                    ),
                 };
-                ensure_commit(&repo, &workdir, sub_commit, net)?;
-                let sub_url = repo
-                    .find_remote("origin")
-                    .ok()
-                    .and_then(|r| r.url().ok().map(String::from))
-                    .unwrap_or_default();
-                urls.push(sub_url);
-                repos.push(PinnedRepo {
+                ensure_commit(&repo, &workdir, sub_commit, &sub_url, net)?;
+                found.push(PinnedRepo {
                     path: full,
                     workdir,
                     repo,
                     commit: sub_commit,
                     fresh,
+                    url: sub_url,
+                    name: Some(name),
                 });
             }
+            repos.extend(found);
             next += 1;
         }
         repos[1..].sort_by(|a, b| a.path.cmp(&b.path));
@@ -662,9 +667,12 @@ fn open_submodule(workdir: &Path) -> Option<Repository> {
     same.then_some(repo)
 }
 
-/// Connects a submodule's work tree to its git directory under the parent's `modules/`,
-/// cloning it first when that directory does not exist yet.
-fn attach_submodule(
+/// Opens a submodule whose work tree is not attached (never checked out, `git submodule
+/// deinit`, a new worktree) from its git directory under the parent's `modules/`, cloning it
+/// first when that directory does not exist yet (the clone writes the `.git` link). An existing
+/// one is only opened: its `.git` link and configuration are written by [`Pinned::attach`] when
+/// the tree is, so a refused run writes nothing.
+fn open_detached_submodule(
     parent: &PinnedRepo,
     path: &str,
     name: &str,
@@ -673,7 +681,7 @@ fn attach_submodule(
     root: &Path,
 ) -> Result<Repository> {
     let workdir = parent.workdir.join(path);
-    let gitdir = parent.repo.path().join("modules").join(name);
+    let gitdir = modules_dir(parent, name);
     if !gitdir.join("HEAD").exists() {
         let git = net.git(&format!("clone submodule {path} from {url}"), root)?;
         if let Ok(mut entries) = std::fs::read_dir(&workdir)
@@ -705,23 +713,15 @@ fn attach_submodule(
             &format!("clone submodule {path}"),
             "check the submodule URL in .gitmodules of the pinned commit and your network/credentials",
         )?;
+        return Repository::open(&workdir).map_err(git_error("open the submodule", &workdir));
     }
-    // The layout git itself uses: a relative `.git` file and a relative `core.worktree`.
-    write_gitdir_link(&workdir, &gitdir)?;
-    let repo = Repository::open(&workdir).map_err(git_error("open the submodule", &workdir))?;
-    let to_workdir = relative_path(&gitdir, &workdir);
-    repo.config()
-        .and_then(|c| c.open_level(git2::ConfigLevel::Local))
-        .and_then(|mut c| c.set_str("core.worktree", &to_workdir.to_string_lossy()))
-        .map_err(git_error("set core.worktree", &gitdir))?;
-    pin_config(&repo, &workdir)?;
-    parent
-        .repo
-        .config()
-        .and_then(|c| c.open_level(git2::ConfigLevel::Local))
-        .and_then(|mut c| c.set_str(&format!("submodule.{name}.url"), url))
-        .map_err(git_error("record the submodule URL", &parent.workdir))?;
-    Ok(repo)
+    // Its `core.worktree` names the work tree: libgit2 finds it from the git directory.
+    Repository::open(&gitdir).map_err(git_error("open the submodule's repository", &gitdir))
+}
+
+/// The git directory of the submodule `name` of `parent`, as git lays it out.
+fn modules_dir(parent: &PinnedRepo, name: &str) -> PathBuf {
+    parent.repo.path().join("modules").join(name)
 }
 
 /// Writes `<workdir>/.git` pointing at `gitdir` (relative, as git does).
@@ -742,6 +742,59 @@ impl PinnedRepo {
         }
         write_gitdir_link(&self.workdir, self.repo.path())
     }
+}
+
+impl Pinned {
+    /// Writes what connects each repository as git lays it out, where it differs: `origin` at
+    /// its URL (a changed `aiter_url` reaches the submodules), a submodule's `.git` link file, its
+    /// `core.worktree` (the layout git uses: both relative) and its URL in the parent's config.
+    /// Called only when the tree is written: a refused run writes none of it.
+    pub(crate) fn attach(&mut self, root: &Path) -> Result<()> {
+        for i in 0..self.repos.len() {
+            let repo = &self.repos[i];
+            set_origin(&repo.repo, &repo.url, &repo.workdir)?;
+            pin_config(&repo.repo, &repo.workdir)?;
+            let Some(name) = &repo.name else {
+                continue;
+            };
+            repo.ensure_gitdir_link()?;
+            let to_workdir = relative_path(repo.repo.path(), &repo.workdir)
+                .to_string_lossy()
+                .into_owned();
+            let gitdir = repo.repo.path().to_path_buf();
+            set_config(&repo.repo, "core.worktree", &to_workdir, &gitdir)?;
+            let parent = self.repos[..i]
+                .iter()
+                .rfind(|p| p.path.is_empty() || repo.path.starts_with(&format!("{}/", p.path)))
+                .expect("a submodule has a parent");
+            set_config(
+                &parent.repo,
+                &format!("submodule.{name}.url"),
+                &repo.url,
+                root,
+            )?;
+            // Opened from its git directory, it may not know its work tree yet (`git submodule
+            // deinit` unsets `core.worktree`): open it again through the link.
+            let workdir = repo.workdir.clone();
+            self.repos[i].repo =
+                Repository::open(&workdir).map_err(git_error("open the submodule", &workdir))?;
+        }
+        Ok(())
+    }
+}
+
+/// Sets `key` in the repository's own config when it differs.
+fn set_config(repo: &Repository, key: &str, value: &str, at: &Path) -> Result<()> {
+    let mut local = repo
+        .config()
+        .and_then(|c| c.open_level(git2::ConfigLevel::Local))
+        .map_err(git_error("open the repository config", at))?;
+    if local.get_string(key).ok().as_deref() != Some(value) {
+        local
+            .set_str(key, value)
+            .map_err(git_error(&format!("set {key}"), at))?;
+    }
+    Ok(())
 }
 
 /// `to` as a path relative to the directory `from` (both made absolute).

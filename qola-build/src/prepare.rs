@@ -40,8 +40,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cargo::Directives;
 use crate::checkout::{
-    Network, Pinned, Pristine, clone_superproject, open_checkout, pin_config,
-    remove_partial_clones, resolve_commit, set_origin,
+    Network, Pinned, Pristine, clone_superproject, open_checkout, remove_partial_clones,
+    resolve_commit,
 };
 use crate::diff::{Change, render};
 use crate::env::Env;
@@ -216,9 +216,6 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
             }
         },
     };
-    if mode == Mode::Prepare && !fresh {
-        set_origin(&repo, &settings.clone_url, root)?;
-    }
     let qola_dir = QolaDir::new(repo.path());
     let interrupted = !fresh && qola_dir.marker_present();
     let (commit, branch_warning) = resolve_commit(&repo, root, &spec, &settings.clone_url, &net)?;
@@ -307,7 +304,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         return Ok(Decided::Report(Box::new(report)));
     }
 
-    let pinned = Pinned::open(root, repo, commit, &settings.clone_url, fresh, &net)?;
+    let mut pinned = Pinned::open(root, repo, commit, &settings.clone_url, fresh, &net)?;
     let applied = apply_series(&series, &pinned, &commit.to_string())?;
     let expected_paths: BTreeMap<String, PathState> = applied
         .files
@@ -366,9 +363,12 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
             known.extend(pinned.state_at(&stamp.heads, path)?);
         }
         known.extend(pinned.state_at(&now.heads, path)?);
-        // After an interrupted run, a missing file is one it had not written yet: restoring it
-        // loses nothing.
-        let unwritten = interrupted && now_state.is_none();
+        // After an interrupted run, a missing file is one it had not written yet; in a repository
+        // that is not checked out (a deinit-ed submodule, a new worktree), a missing file is one
+        // never checked out: restoring either loses nothing.
+        let not_checked_out =
+            matches!(now.heads.get(&pinned.owner(path).0.path), None | Some(None));
+        let unwritten = (interrupted || not_checked_out) && now_state.is_none();
         if !fresh && !unwritten && !known.contains(&now_state) {
             edited.push(path.clone());
         }
@@ -476,7 +476,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         keep_cache_going(Snapshot::remove(file), &mut report.warnings, directives);
     }
     qola_dir.write_marker(&key)?;
-    pin_config(&pinned.repos[0].repo, root)?;
+    pinned.attach(root)?;
     let mut targets = BTreeMap::new();
     for path in &candidates {
         targets.insert(

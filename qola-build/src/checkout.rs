@@ -587,6 +587,25 @@ impl Pinned {
         }
     }
 
+    /// The content of the blob `entry` names, from the repository owning `path` (a staged
+    /// version of it).
+    pub(crate) fn blob(&self, path: &str, entry: Option<&Entry>) -> Result<Option<FileContent>> {
+        let Some(entry) = entry else {
+            return Ok(None);
+        };
+        let (owner, _) = self.owner(path);
+        let blob = Oid::from_str(&entry.id)
+            .and_then(|id| owner.repo.find_blob(id))
+            .map_err(git_error(
+                &format!("read the staged {path}"),
+                &owner.workdir,
+            ))?;
+        Ok(Some(FileContent {
+            mode: entry.mode,
+            data: blob.content().to_vec(),
+        }))
+    }
+
     /// The state of `path` in the commit `heads` gives for its repository (`None`: unknown, for
     /// example the commit is not in the repository).
     pub(crate) fn state_at(

@@ -27,14 +27,15 @@
 //!
 //! The stamp stores the fingerprint the tree had right after preparation; the next build compares.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use git2::{Repository, Status, StatusOptions};
 
 use crate::error::{Result, git_error};
-use crate::patch::MODE_GITLINK;
-use crate::state::{PathState, workdir_entry};
+use crate::patch::{MODE_EXEC, MODE_FILE, MODE_GITLINK};
+use crate::state::{Entry, PathState, workdir_entry};
 
 /// What a scan of the work tree found.
 #[derive(Debug, Clone, Default)]
@@ -43,14 +44,36 @@ pub(crate) struct TreeScan {
     pub heads: BTreeMap<String, Option<String>>,
     /// Tracked paths that differ from their repository's `HEAD`, with their work-tree state.
     pub paths: BTreeMap<String, PathState>,
+    /// Tracked paths whose index entry differs from `HEAD`, with that entry (`None`: removed
+    /// from the index).
+    pub staged: BTreeMap<String, PathState>,
     /// Untracked paths (directories end with `/`), when asked for.
     pub untracked: Vec<String>,
 }
 
 impl TreeScan {
-    /// The fingerprint of this state.
+    /// The fingerprint of this state: staged content that differs from the work tree counts
+    /// too (a prepared tree has none, so its fingerprint is [`fingerprint_of`] its paths).
     pub(crate) fn fingerprint(&self) -> String {
-        fingerprint_of(&self.heads, &self.paths)
+        let staged: Vec<(&String, &PathState)> = self.staged_apart().collect();
+        if staged.is_empty() {
+            return fingerprint_of(&self.heads, &self.paths);
+        }
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(fingerprint_of(&self.heads, &self.paths).as_bytes());
+        for (path, state) in staged {
+            hasher.update(b"staged\0");
+            hasher.update(path.as_bytes());
+            hasher.update(format!("\0{state:?}\n").as_bytes());
+        }
+        hasher.finalize().to_hex().to_string()
+    }
+
+    /// Index entries that differ from the work-tree file (content staged, then changed back).
+    pub(crate) fn staged_apart(&self) -> impl Iterator<Item = (&String, &PathState)> {
+        self.staged
+            .iter()
+            .filter(|(path, state)| self.paths.get(*path) != Some(*state))
     }
 }
 
@@ -99,6 +122,7 @@ pub(crate) fn scan(
     for part in scan_repo(root, "", untracked, expected_submodules)? {
         out.heads.extend(part.heads);
         out.paths.extend(part.paths);
+        out.staged.extend(part.staged);
         out.untracked.extend(part.untracked);
     }
     out.untracked.sort();
@@ -230,6 +254,86 @@ fn scan_status(
         }
         let state = workdir_entry(&workdir.join(path))?;
         out.paths.insert(join(prefix, path), state);
+        if status.intersects(Status::INDEX_NEW | Status::INDEX_MODIFIED | Status::INDEX_TYPECHANGE)
+        {
+            let staged = entry.head_to_index().map(|d| Entry {
+                mode: d.new_file().mode().into(),
+                id: d.new_file().id().to_string(),
+            });
+            out.staged.insert(join(prefix, path), staged);
+        } else if status.contains(Status::INDEX_DELETED) {
+            out.staged.insert(join(prefix, path), None);
+        }
+    }
+    scan_what_status_hides(repo, workdir, prefix, out)
+}
+
+/// What libgit2's status does not show but `git status` would with the index flags cleared:
+/// files marked `assume-unchanged` or `skip-worktree`, executable bits under a user's
+/// `core.filemode=false`, and tracked files behind a directory replaced by a symlink (git sees
+/// them as deleted; libgit2 follows the link).
+fn scan_what_status_hides(
+    repo: &Repository,
+    workdir: &Path,
+    prefix: &str,
+    out: &mut TreeScan,
+) -> Result<()> {
+    const ASSUME_VALID: u16 = 0x8000;
+    const SKIP_WORKTREE: u16 = 0x4000;
+    let filemode = repo
+        .config()
+        .and_then(|c| c.get_bool("core.filemode"))
+        .unwrap_or(true);
+    let index = repo.index().map_err(git_error("read the index", workdir))?;
+    let mut dir_is_link: HashMap<Vec<u8>, bool> = HashMap::new();
+    for entry in index.iter() {
+        if entry.mode == MODE_GITLINK {
+            continue;
+        }
+        let Ok(rel) = std::str::from_utf8(&entry.path) else {
+            continue;
+        };
+        let path = join(prefix, rel);
+        if out.paths.contains_key(&path) {
+            continue;
+        }
+        let behind_link = entry
+            .path
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'/')
+            .any(|(i, _)| {
+                let dir = &entry.path[..i];
+                *dir_is_link.entry(dir.to_vec()).or_insert_with(|| {
+                    std::fs::symlink_metadata(workdir.join(String::from_utf8_lossy(dir).as_ref()))
+                        .is_ok_and(|m| m.file_type().is_symlink())
+                })
+            });
+        if behind_link {
+            out.paths.insert(path, None);
+            continue;
+        }
+        let flagged = entry.flags & ASSUME_VALID != 0 || entry.flags_extended & SKIP_WORKTREE != 0;
+        let exec_only = !filemode && (entry.mode == MODE_FILE || entry.mode == MODE_EXEC);
+        if !flagged && !exec_only {
+            continue;
+        }
+        let full = workdir.join(rel);
+        if exec_only && !flagged {
+            let exec = std::fs::symlink_metadata(&full)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+            if exec == (entry.mode == MODE_EXEC) {
+                continue;
+            }
+        }
+        let state = workdir_entry(&full)?;
+        let indexed = Some(Entry {
+            mode: entry.mode,
+            id: entry.id.to_string(),
+        });
+        if state != indexed {
+            out.paths.insert(path, state);
+        }
     }
     Ok(())
 }

@@ -333,6 +333,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
     // Classify every candidate path.
     let mut current: BTreeMap<String, PathState> = BTreeMap::new();
     let mut edited = Vec::new();
+    let mut staged_edits = Vec::new();
     let mut reverted = Vec::new();
     let mut all_prepared = true;
     let pinned_heads = pinned.heads();
@@ -369,7 +370,15 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         let not_checked_out =
             matches!(now.heads.get(&pinned.owner(path).0.path), None | Some(None));
         let unwritten = (interrupted || not_checked_out) && now_state.is_none();
-        if !fresh && !unwritten && !known.contains(&now_state) {
+        // Content staged apart from the work tree is the user's too.
+        let staged = now
+            .staged
+            .get(path)
+            .filter(|s| **s != now_state && !known.contains(*s));
+        if let Some(staged) = staged {
+            staged_edits.push((path.clone(), staged.clone()));
+        }
+        if !fresh && !unwritten && (!known.contains(&now_state) || staged.is_some()) {
             edited.push(path.clone());
         }
         current.insert(path.clone(), now_state);
@@ -455,6 +464,18 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         }
         let backup = qola_dir.backup_path(unix_now());
         write_atomic(&backup, &render(&changes))?;
+        let staged_backup = backup.with_extension("staged.patch");
+        if !staged_edits.is_empty() {
+            let mut changes = Vec::new();
+            for (path, state) in &staged_edits {
+                changes.push(Change {
+                    path: path.clone(),
+                    from: expected_content(&pinned, &applied, path)?,
+                    to: pinned.blob(path, state.as_ref())?,
+                });
+            }
+            write_atomic(&staged_backup, &render(&changes))?;
+        }
         let (kind, what) = if settings.force {
             (ReasonKind::Forced, "local edits")
         } else {
@@ -463,11 +484,18 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
                 "files the interrupted run left half-written (or edited since)",
             )
         };
-        let message = format!(
+        let mut message = format!(
             "{what}: {} path(s) saved to {} (apply it with `git apply` or add it to the series), then replaced",
             edited.len(),
             backup.display()
         );
+        if !staged_edits.is_empty() {
+            message.push_str(&format!(
+                "; content staged in the index for {} of them saved to {}",
+                staged_edits.len(),
+                staged_backup.display()
+            ));
+        }
         directives.warning(&format!("{}: {message}", root.display()));
         report.reasons.push(Reason::new(kind, message));
         report.backup = Some(backup);

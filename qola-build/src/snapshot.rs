@@ -29,7 +29,7 @@ use git2::Repository;
 use crate::error::{Result, io_error};
 use crate::stamp::write_atomic;
 
-const MAGIC: &[u8] = b"qola-snapshot-1\n";
+const MAGIC: &[u8] = b"qola-snapshot-2\n";
 
 /// The `lstat` fields compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +42,27 @@ struct Stat {
 }
 
 impl Stat {
+    /// A directory's identity only (inode and type): files created in it do not count, a
+    /// symlink put in its place does (the files behind it keep their own stat data).
+    fn of_dir(path: &Path) -> Option<Stat> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(Stat {
+            mtime: (0, 0),
+            ctime: (0, 0),
+            size: 0,
+            ino: m.ino(),
+            mode: m.mode() & 0o170000,
+        })
+    }
+
+    /// The stat data of a recorded path: a directory's ends with `/`.
+    fn of_entry(root: &Path, path: &str) -> Option<Stat> {
+        match path.strip_suffix('/') {
+            Some(dir) => Stat::of_dir(&root.join(dir)),
+            None => Stat::of(&root.join(path)),
+        }
+    }
+
     fn of(path: &Path) -> Option<Stat> {
         let m = std::fs::symlink_metadata(path).ok()?;
         Some(Stat {
@@ -110,12 +131,21 @@ impl Snapshot {
             let repo = Repository::open(&workdir).ok()?;
             let (paths, index) =
                 crate::index_file::file_paths_and_digest(&repo.path().join("index"))?;
+            // Every directory on the way to a tracked file too, marked by a trailing `/`.
+            let mut dirs = std::collections::BTreeSet::new();
+            for rel in &paths {
+                let mut at = rel.as_str();
+                while let Some((dir, _)) = at.rsplit_once('/') {
+                    if !dirs.insert(dir.to_string()) {
+                        break;
+                    }
+                    at = dir;
+                }
+            }
             let files = paths
                 .into_iter()
-                .map(|rel| {
-                    let stat = Stat::of(&workdir.join(&rel));
-                    (join(prefix, &rel), stat)
-                })
+                .chain(dirs.into_iter().map(|d| format!("{d}/")))
+                .map(|rel| (join(prefix, &rel), None))
                 .collect();
             repos.push(RepoPart {
                 path: prefix.clone(),
@@ -125,7 +155,12 @@ impl Snapshot {
             });
         }
         // Wait out the racy window, then take the stat data again: those are the ones recorded.
-        let all: Vec<(String, Option<Stat>)> = repos.iter().flat_map(|r| r.files.clone()).collect();
+        let all: Vec<(String, Option<Stat>)> = repos
+            .iter()
+            .flat_map(|r| &r.files)
+            .filter(|(p, _)| !p.ends_with('/'))
+            .map(|(p, _)| (p.clone(), Stat::of(&root.join(p))))
+            .collect();
         let newest = all
             .iter()
             .filter_map(|(_, s)| s.map(|s| s.mtime))
@@ -138,7 +173,7 @@ impl Snapshot {
         }
         for repo in &mut repos {
             for (path, stat) in &mut repo.files {
-                *stat = Stat::of(&root.join(path.as_str()));
+                *stat = Stat::of_entry(root, path);
             }
         }
         Some(Snapshot {
@@ -153,6 +188,7 @@ impl Snapshot {
             .repos
             .iter()
             .flat_map(|r| r.files.iter().map(|(p, _)| p.as_str()))
+            .filter(|p| !p.ends_with('/'))
             .collect();
         let repos = self.repos.iter().map(|r| r.path.as_str()).collect();
         (files, repos)
@@ -179,7 +215,7 @@ impl Snapshot {
         let same = |chunk: &[&(String, Option<Stat>)]| {
             chunk
                 .iter()
-                .all(|(path, stat)| Stat::of(&root.join(path)) == *stat)
+                .all(|(path, stat)| Stat::of_entry(root, path) == *stat)
         };
         std::thread::scope(|scope| {
             let first = scope.spawn(|| same(&files[..half]));
@@ -345,6 +381,19 @@ mod tests {
             !snap.matches(&demo.aiter, "k"),
             "same size and mtime, new ctime"
         );
+    }
+
+    #[test]
+    fn a_directory_moved_away_behind_a_symlink_defeats_the_snapshot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let demo = qola_tests::Demo::create(tmp.path());
+        let snap = Snapshot::take(&demo.aiter, &[String::new()], "k").unwrap();
+        std::fs::write(demo.aiter.join("scripts/untracked.txt"), "x").unwrap();
+        assert!(snap.matches(&demo.aiter, "k"), "a new file in a directory");
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::rename(demo.aiter.join("scripts"), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, demo.aiter.join("scripts")).unwrap();
+        assert!(!snap.matches(&demo.aiter, "k"));
     }
 
     #[test]

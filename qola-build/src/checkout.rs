@@ -353,7 +353,8 @@ pub(crate) struct Pinned {
     pub repos: Vec<PinnedRepo>,
 }
 
-fn join(prefix: &str, path: &str) -> String {
+/// `prefix/path`, or `path` for the superproject's empty prefix.
+pub(crate) fn join(prefix: &str, path: &str) -> String {
     if prefix.is_empty() {
         path.to_string()
     } else {
@@ -373,7 +374,11 @@ fn normalize_mode(mode: i32) -> u32 {
 }
 
 /// The gitlinks (submodule path, commit) of a commit's tree.
-fn gitlinks(repo: &Repository, commit: Oid, workdir: &Path) -> Result<Vec<(String, Oid)>> {
+pub(crate) fn gitlinks(
+    repo: &Repository,
+    commit: Oid,
+    workdir: &Path,
+) -> Result<Vec<(String, Oid)>> {
     let tree = repo
         .find_commit(commit)
         .and_then(|c| c.tree())

@@ -294,9 +294,6 @@ fn scan_what_status_hides(
             continue;
         };
         let path = join(prefix, rel);
-        if out.paths.contains_key(&path) {
-            continue;
-        }
         let behind_link = entry
             .path
             .iter()
@@ -311,6 +308,9 @@ fn scan_what_status_hides(
             });
         if behind_link {
             out.paths.insert(path, None);
+            continue;
+        }
+        if out.paths.contains_key(&path) {
             continue;
         }
         let flagged = entry.flags & ASSUME_VALID != 0 || entry.flags_extended & SKIP_WORKTREE != 0;

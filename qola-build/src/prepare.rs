@@ -512,11 +512,42 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
             Target {
                 content: expected_content(&pinned, &applied, path)?,
                 pinned: pinned.state_at(&pinned_heads, path)?.flatten(),
+                observed: current.get(path).cloned(),
             },
         );
     }
     let patch_for = |path: &str| patch_touching(&series, path);
-    sync(root, &pinned, &targets, &patch_for)?;
+    let synced = sync(
+        root,
+        &pinned,
+        &targets,
+        &patch_for,
+        qola_dir.backup_dir(unix_now()),
+    )?;
+    for (paths, kind, what) in [
+        (
+            &synced.moved_aside,
+            ReasonKind::MovedAside,
+            "in the way, moved",
+        ),
+        (
+            &synced.changed_meanwhile,
+            ReasonKind::ChangedMeanwhile,
+            "changed while qola was deciding, saved",
+        ),
+    ] {
+        if let (false, Some(dir)) = (paths.is_empty(), &synced.backup) {
+            let message = format!(
+                "{} path(s) {what} to {}: {}",
+                paths.len(),
+                dir.display(),
+                name_some(paths, SKIP_LIST_LIMIT)
+            );
+            directives.warning(&format!("{}: {message}", root.display()));
+            report.reasons.push(Reason::new(kind, message));
+            report.backup.get_or_insert(dir.clone());
+        }
+    }
 
     let repo_paths: Vec<String> = pinned.repos.iter().map(|r| r.path.clone()).collect();
     let snapshot = snapshot_file

@@ -82,6 +82,11 @@ pub enum ReasonKind {
     Adopted,
     /// Forced: local edits were saved and discarded.
     Forced,
+    /// Untracked paths in the way of the prepared state (or the work tree of a submodule the
+    /// pinned commit no longer has) were moved into a backup directory.
+    MovedAside,
+    /// A file changed between the decision and its replacement: it was saved to a backup first.
+    ChangedMeanwhile,
     /// Objects must be fetched first (`qola status` never fetches).
     FetchNeeded,
     /// Paths differ from the prepared state (skip: listed, not changed).

@@ -96,13 +96,22 @@ impl QolaDir {
 
     /// A new file name for a backup of local edits.
     pub(crate) fn backup_path(&self, unix_seconds: u64) -> PathBuf {
+        self.new_backup(&format!("local-edits-{unix_seconds}"), ".patch")
+    }
+
+    /// A new directory name for what a preparation found in its way (moved there, not lost).
+    pub(crate) fn backup_dir(&self, unix_seconds: u64) -> PathBuf {
+        self.new_backup(&format!("in-the-way-{unix_seconds}"), "")
+    }
+
+    fn new_backup(&self, stem: &str, extension: &str) -> PathBuf {
         let dir = self.dir.join("backups");
         let mut n = 0;
         loop {
             let name = if n == 0 {
-                format!("local-edits-{unix_seconds}.patch")
+                format!("{stem}{extension}")
             } else {
-                format!("local-edits-{unix_seconds}-{n}.patch")
+                format!("{stem}-{n}{extension}")
             };
             let path = dir.join(name);
             if !path.exists() {

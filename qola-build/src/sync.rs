@@ -1,27 +1,38 @@
 //! Writing the prepared state into the work tree, touching only what differs.
 //!
-//! 1. Every path to be written is checked first: no directory on its way may be a symlink in the
-//!    work tree (a patch must not write outside the tree through a link someone made).
-//! 2. A repository whose `HEAD` is not at its pinned commit (or that was just cloned, or has no
-//!    index) is checked out there, detached; the old `HEAD` is kept as `refs/qola/kept/<id>` (and as
-//!    `refs/qola/previous-head`, the latest).
-//! 3. Each candidate path whose work-tree content differs from its target is rewritten (through a
-//!    temporary file and a rename) or removed. A path already right is not touched: its mtime
-//!    stays, so compilers see no change.
-//! 4. Index entries are set: files the series creates are staged (so they are tracked and part of
+//! 1. **Plan and check** before the first write: every path must be creatable (components of at
+//!    most 255 bytes); no directory on its way may be a symlink, except one that replaced a
+//!    tracked directory (moved aside); what is in the way of a path becoming a file or a
+//!    directory (untracked files, a directory that must become a file) is listed; so is the work
+//!    tree of a submodule that the pinned commit no longer has. Any failure here leaves the tree
+//!    as it was and names the path.
+//! 2. **Move aside** what is in the way, into a backup directory under `.git/qola/backups/`
+//!    (renamed, not copied: nothing of the user's is removed).
+//! 3. A repository whose `HEAD` is not at its pinned commit (or that was just cloned, or has no
+//!    index) is checked out there, detached; each old `HEAD` is kept as `refs/qola/kept/<id>`
+//!    (and the latest as `refs/qola/previous-head`).
+//! 4. Paths that must go are removed first (deepest first, with the directories they leave
+//!    empty), then each path whose content differs from its target is written (through a
+//!    temporary file and a rename). A path already right is not touched: its mtime stays. Just
+//!    before a file is replaced its content is checked again: if it changed since the decision
+//!    (an editor saved it meanwhile), it is copied into the backup first.
+//! 5. Index entries are set: files the series creates are staged (so they are tracked and part of
 //!    the fingerprint), files it deletes are unstaged, every other candidate goes back to its
 //!    pinned entry. The index is written only when an entry changed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git2::{IndexEntry, IndexTime, Oid, build::CheckoutBuilder};
 
-use crate::checkout::{Pinned, PinnedRepo};
+use crate::checkout::{Pinned, PinnedRepo, Pristine};
 use crate::error::{Error, Result, git_error, io_error};
 use crate::patch::{FileContent, MODE_EXEC, MODE_SYMLINK};
 use crate::state::{Entry, PathState, is_absent, workdir_entry};
+
+/// The longest file name component Linux file systems take.
+const NAME_MAX: usize = 255;
 
 /// What one candidate path must become.
 pub(crate) struct Target {
@@ -29,18 +40,66 @@ pub(crate) struct Target {
     pub content: Option<FileContent>,
     /// The entry at the pinned commit (decides how the index records the path).
     pub pinned: PathState,
+    /// Its state when the decision was taken (`None` inside: absent; `None` outside: not
+    /// looked at, e.g. a fresh clone).
+    pub observed: Option<PathState>,
 }
 
-/// Writes `targets` (superproject-relative paths) into the checkout; returns the paths written
-/// or removed.
+/// What a sync did besides writing the prepared state.
+#[derive(Debug, Default)]
+pub(crate) struct Synced {
+    /// The directory holding what was moved aside or saved (when anything was).
+    pub backup: Option<PathBuf>,
+    /// Paths that were in the way (untracked files, a symlink in place of a directory, the work
+    /// tree of a removed submodule), moved into `backup`.
+    pub moved_aside: Vec<String>,
+    /// Files that changed between the decision and their replacement, copied into `backup`.
+    pub changed_meanwhile: Vec<String>,
+}
+
+/// Where a sync puts what it must not lose; created on first use.
+struct Backup {
+    dir: PathBuf,
+    used: bool,
+}
+
+impl Backup {
+    fn target(&mut self, rel: &str) -> Result<PathBuf> {
+        let to = self.dir.join(rel);
+        let parent = to.parent().expect("a backup path has a parent");
+        std::fs::create_dir_all(parent).map_err(io_error("create the backup directory", parent))?;
+        self.used = true;
+        Ok(to)
+    }
+}
+
+/// The writes of a sync, planned and checked before the first one.
+#[derive(Default)]
+struct Plan {
+    /// Work-tree paths (superproject-relative) to move into the backup first.
+    move_aside: BTreeSet<String>,
+}
+
+/// Writes `targets` (superproject-relative paths) into the checkout; `backup_dir` receives what
+/// is in the way. Nothing is written when the plan fails.
 pub(crate) fn sync(
     root: &Path,
     pinned: &Pinned,
     targets: &BTreeMap<String, Target>,
     patch_for: &dyn Fn(&str) -> String,
-) -> Result<Vec<String>> {
-    for path in targets.keys() {
-        check_no_symlink_on_the_way(root, path, patch_for)?;
+    backup_dir: PathBuf,
+) -> Result<Synced> {
+    let plan = plan(root, pinned, targets, patch_for)?;
+    let mut backup = Backup {
+        dir: backup_dir,
+        used: false,
+    };
+    let mut synced = Synced::default();
+    for path in &plan.move_aside {
+        let from = root.join(path);
+        let to = backup.target(path)?;
+        std::fs::rename(&from, &to).map_err(io_error("move aside (into the backup)", &from))?;
+        synced.moved_aside.push(path.clone());
     }
     for repo in &pinned.repos {
         checkout_pinned(repo)?;
@@ -48,47 +107,165 @@ pub(crate) fn sync(
             other.ensure_gitdir_link()?;
         }
     }
-    let mut written = Vec::new();
-    for (path, target) in targets {
+    // Removals first, deepest first: a directory that must become a file is emptied before.
+    for (path, _) in targets.iter().rev().filter(|(_, t)| t.content.is_none()) {
         let full = root.join(path);
-        let want = target.content.as_ref().map(Entry::of);
-        if workdir_entry(&full)? != want {
-            write_path(&full, target.content.as_ref())?;
-            written.push(path.clone());
+        if workdir_entry(&full)?.is_some() {
+            std::fs::remove_file(&full).map_err(io_error("remove", &full))?;
+            remove_empty_parents(root, &full);
         }
+    }
+    for (path, target) in targets {
+        let Some(content) = &target.content else {
+            continue;
+        };
+        let full = root.join(path);
+        let now = workdir_entry(&full)?;
+        if now == Some(Entry::of(content)) {
+            continue;
+        }
+        if keep_if_changed_meanwhile(&full, path, target, &now, &mut backup)? {
+            synced.changed_meanwhile.push(path.clone());
+        }
+        write_path(&full, content)?;
     }
     for repo in &pinned.repos {
         update_index(repo, pinned, targets)?;
     }
-    Ok(written)
+    synced.backup = backup.used.then_some(backup.dir);
+    Ok(synced)
 }
 
-fn check_no_symlink_on_the_way(
-    root: &Path,
+/// Saves the file at `full` into the backup when it is neither what the decision saw nor the
+/// pinned content a checkout above put there (an editor saved it meanwhile); returns whether
+/// it did.
+fn keep_if_changed_meanwhile(
+    full: &Path,
     path: &str,
+    target: &Target,
+    now: &PathState,
+    backup: &mut Backup,
+) -> Result<bool> {
+    let Some(observed) = &target.observed else {
+        return Ok(false);
+    };
+    if now.is_none() || now == observed || *now == target.pinned {
+        return Ok(false);
+    }
+    let to = backup.target(path)?;
+    std::fs::copy(full, &to).map_err(io_error("save (into the backup)", full))?;
+    Ok(true)
+}
+
+/// Checks every write of a sync before the first one and lists what must be moved aside.
+fn plan(
+    root: &Path,
+    pinned: &Pinned,
+    targets: &BTreeMap<String, Target>,
     patch_for: &dyn Fn(&str) -> String,
-) -> Result<()> {
-    let parts: Vec<&str> = path.split('/').collect();
-    let mut dir = root.to_path_buf();
-    for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
-        dir.push(part);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(Error::UnsafePatchPath {
-                    patch: patch_for(path),
-                    path: path.to_string(),
-                    why: format!(
-                        "goes through `{}`, a symlink in the work tree",
-                        parts[..=i].join("/")
-                    ),
-                });
+) -> Result<Plan> {
+    let mut plan = Plan::default();
+    let removed = |p: &str| targets.get(p).is_some_and(|t| t.content.is_none());
+    for (path, target) in targets {
+        let refuse = |why: String| Error::UnsafePatchPath {
+            patch: patch_for(path),
+            path: path.clone(),
+            why,
+        };
+        if let Some(long) = path.split('/').find(|c| c.len() > NAME_MAX) {
+            return Err(refuse(format!(
+                "has a name of {} bytes (`{}...`); the file system takes at most {NAME_MAX}",
+                long.len(),
+                &long[..40.min(long.len())]
+            )));
+        }
+        if target.content.is_none() {
+            continue;
+        }
+        // Every directory on the way.
+        let parts: Vec<&str> = path.split('/').collect();
+        for depth in 1..parts.len() {
+            let prefix = parts[..depth].join("/");
+            let meta = match std::fs::symlink_metadata(root.join(&prefix)) {
+                Ok(meta) => meta,
+                Err(e) if is_absent(&e) => break,
+                Err(e) => return Err(io_error("inspect", root.join(&prefix))(e)),
+            };
+            if meta.file_type().is_symlink() {
+                // A symlink where the pinned tree has a directory replaced it: it goes aside
+                // with the rest of a forced run's edits. Any other is refused.
+                if pinned.read(&prefix)? != Pristine::Directory {
+                    return Err(refuse(format!(
+                        "goes through `{prefix}`, a symlink in the work tree"
+                    )));
+                }
+                plan.move_aside.insert(prefix);
+                break;
             }
-            Err(e) if is_absent(&e) => return Ok(()),
-            Err(e) => return Err(io_error("inspect", &dir)(e)),
-            Ok(_) => {}
+            if !meta.is_dir() && !removed(&prefix) {
+                plan.move_aside.insert(prefix);
+                break;
+            }
+        }
+        // A directory where a file must be: whatever in it is not removed goes aside.
+        let full = root.join(path);
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
+            for inside in files_under(&full)? {
+                let rel = format!("{path}/{inside}");
+                if !removed(&rel) {
+                    plan.move_aside.insert(rel);
+                }
+            }
         }
     }
-    Ok(())
+    // The work trees of submodules the pinned commits no longer have.
+    for repo in &pinned.repos {
+        for gone in submodules_leaving(repo, pinned)? {
+            if root.join(&gone).exists() {
+                plan.move_aside.insert(gone);
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// The files (and symlinks) under `dir`, relative to it.
+fn files_under(dir: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let here = dir.join(&rel);
+        for entry in std::fs::read_dir(&here).map_err(io_error("read the directory", &here))? {
+            let entry = entry.map_err(io_error("read the directory", &here))?;
+            let child = rel.join(entry.file_name());
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(child);
+            } else {
+                out.push(child.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Submodule paths (superproject-relative) that `repo`'s current `HEAD` has and its pinned
+/// commit does not.
+fn submodules_leaving(repo: &PinnedRepo, pinned: &Pinned) -> Result<Vec<String>> {
+    let Some(head) = repo.repo.head().ok().and_then(|h| h.target()) else {
+        return Ok(Vec::new());
+    };
+    if head == repo.commit || repo.repo.find_commit(head).is_err() {
+        return Ok(Vec::new());
+    }
+    let old = crate::checkout::gitlinks(&repo.repo, head, &repo.workdir)?;
+    let new = crate::checkout::gitlinks(&repo.repo, repo.commit, &repo.workdir)?;
+    Ok(old
+        .into_iter()
+        .filter(|(path, _)| !new.iter().any(|(p, _)| p == path))
+        .map(|(path, _)| crate::checkout::join(&repo.path, &path))
+        .filter(|path| !pinned.repos.iter().any(|r| r.path == *path))
+        .collect())
 }
 
 /// Checks the repository out at its pinned commit when `HEAD` is elsewhere, when it is new, or
@@ -131,26 +308,17 @@ pub(crate) fn kept_ref(head: Oid) -> String {
     format!("refs/qola/kept/{head}")
 }
 
-/// Writes or removes one work-tree path.
-fn write_path(full: &Path, content: Option<&FileContent>) -> Result<()> {
+/// Writes one work-tree file (the plan made sure nothing is in its way).
+fn write_path(full: &Path, content: &FileContent) -> Result<()> {
     match std::fs::symlink_metadata(full) {
         Ok(meta) if meta.is_dir() => {
-            return Err(io_error(
-                "replace the directory (move it away, it is not tracked)",
-                full,
-            )(std::io::Error::from(
-                std::io::ErrorKind::IsADirectory,
-            )));
+            std::fs::remove_dir(full).map_err(io_error("replace the (empty) directory", full))?;
         }
-        Ok(_) if content.is_none_or(|c| c.mode == MODE_SYMLINK) => {
+        Ok(_) if content.mode == MODE_SYMLINK => {
             std::fs::remove_file(full).map_err(io_error("remove", full))?;
         }
         _ => {}
     }
-    let Some(content) = content else {
-        remove_empty_parents(full);
-        return Ok(());
-    };
     let dir = full.parent().expect("a tree path has a parent");
     std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
     if content.mode == MODE_SYMLINK {
@@ -175,10 +343,10 @@ fn write_path(full: &Path, content: Option<&FileContent>) -> Result<()> {
     std::fs::rename(&tmp, full).map_err(io_error("rename into place", full))
 }
 
-/// Removes directories left empty by a deletion (git does not track directories).
-fn remove_empty_parents(full: &Path) {
+/// Removes directories left empty by a deletion, up to `root` (git does not track directories).
+fn remove_empty_parents(root: &Path, full: &Path) {
     let mut dir = full.parent();
-    while let Some(d) = dir {
+    while let Some(d) = dir.filter(|d| d.starts_with(root) && *d != root) {
         if std::fs::remove_dir(d).is_err() {
             break;
         }
@@ -258,4 +426,46 @@ fn update_index(
         index.write().map_err(git_error("write the index", at))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(text: &str) -> PathState {
+        Some(Entry::of(&FileContent {
+            mode: crate::patch::MODE_FILE,
+            data: text.as_bytes().to_vec(),
+        }))
+    }
+
+    #[test]
+    fn a_file_edited_between_the_decision_and_its_replacement_is_saved_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let full = tmp.path().join("f.h");
+        let mut backup = Backup {
+            dir: tmp.path().join("backup"),
+            used: false,
+        };
+        let target = Target {
+            content: None,
+            pinned: entry("pinned\n"),
+            observed: Some(entry("seen by the decision\n")),
+        };
+        for (text, saved) in [
+            ("seen by the decision\n", false),
+            ("pinned\n", false),
+            ("saved by an editor meanwhile\n", true),
+        ] {
+            std::fs::write(&full, text).unwrap();
+            let now = workdir_entry(&full).unwrap();
+            let kept = keep_if_changed_meanwhile(&full, "f.h", &target, &now, &mut backup).unwrap();
+            assert_eq!(kept, saved, "{text}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("backup/f.h")).unwrap(),
+            "saved by an editor meanwhile\n"
+        );
+        assert!(backup.used);
+    }
 }

@@ -658,7 +658,10 @@ impl Pinned {
         Ok(diff
             .deltas()
             .filter_map(|d| d.new_file().path().or(d.old_file().path()))
-            .map(|p| join(&r.path, &p.to_string_lossy()))
+            .map(|p| {
+                let rel = crate::tree_path::key(p.as_os_str().as_encoded_bytes());
+                join(&r.path, &rel)
+            })
             .collect())
     }
 }
@@ -674,7 +677,7 @@ fn tree_entry(
         .find_commit(commit)
         .and_then(|c| c.tree())
         .map_err(git_error(&format!("read the tree of {commit}"), workdir))?;
-    match tree.get_path(Path::new(rel)) {
+    match tree.get_path(&crate::tree_path::as_path(rel)) {
         Ok(entry) => Ok(Some(entry)),
         Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
         Err(e) => Err(git_error(&format!("look up {rel}"), workdir)(e)),

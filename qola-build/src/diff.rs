@@ -24,14 +24,15 @@ const NULL_ID: &str = "0000000000000000000000000000000000000000";
 
 /// Git's quoting of a path in a patch header, when it needs any.
 fn quote(prefix: &str, path: &str) -> String {
-    let needs = path
-        .bytes()
-        .any(|b| !(0x20..0x7f).contains(&b) || b == b'"' || b == b'\\');
+    let raw = crate::tree_path::bytes(path);
+    let needs = raw
+        .iter()
+        .any(|b| !(0x20..0x7f).contains(b) || *b == b'"' || *b == b'\\');
     if !needs {
         return format!("{prefix}{path}");
     }
     let mut out = String::from("\"");
-    for b in format!("{prefix}{path}").bytes() {
+    for &b in prefix.as_bytes().iter().chain(raw.iter()) {
         match b {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),

@@ -28,6 +28,7 @@
 //! The stamp stores the fingerprint the tree had right after preparation; the next build compares.
 
 use std::collections::{BTreeMap, HashMap};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -241,9 +242,7 @@ fn scan_status(
         .statuses(Some(&mut options))
         .map_err(git_error("read the status", workdir))?;
     for entry in statuses.iter() {
-        let Ok(path) = entry.path() else {
-            continue;
-        };
+        let path = &crate::tree_path::key(entry.path_bytes());
         let status = entry.status();
         if status == Status::WT_NEW {
             out.untracked.push(join(prefix, path));
@@ -252,7 +251,7 @@ fn scan_status(
         if status.is_ignored() || status.is_empty() {
             continue;
         }
-        let state = workdir_entry(&workdir.join(path))?;
+        let state = workdir_entry(&crate::tree_path::on_disk(workdir, path))?;
         out.paths.insert(join(prefix, path), state);
         if status.intersects(Status::INDEX_NEW | Status::INDEX_MODIFIED | Status::INDEX_TYPECHANGE)
         {
@@ -290,9 +289,7 @@ fn scan_what_status_hides(
         if entry.mode == MODE_GITLINK {
             continue;
         }
-        let Ok(rel) = std::str::from_utf8(&entry.path) else {
-            continue;
-        };
+        let rel = &crate::tree_path::key(&entry.path);
         let path = join(prefix, rel);
         let behind_link = entry
             .path
@@ -302,7 +299,7 @@ fn scan_what_status_hides(
             .any(|(i, _)| {
                 let dir = &entry.path[..i];
                 *dir_is_link.entry(dir.to_vec()).or_insert_with(|| {
-                    std::fs::symlink_metadata(workdir.join(String::from_utf8_lossy(dir).as_ref()))
+                    std::fs::symlink_metadata(workdir.join(std::ffi::OsStr::from_bytes(dir)))
                         .is_ok_and(|m| m.file_type().is_symlink())
                 })
             });
@@ -318,7 +315,7 @@ fn scan_what_status_hides(
         if !flagged && !exec_only {
             continue;
         }
-        let full = workdir.join(rel);
+        let full = crate::tree_path::on_disk(workdir, rel);
         if exec_only && !flagged {
             let exec = std::fs::symlink_metadata(&full)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);

@@ -16,16 +16,12 @@ pub(crate) fn content_digest(index: &Path) -> Option<[u8; 32]> {
 pub(crate) fn file_paths_and_digest(index: &Path) -> Option<(Vec<String>, [u8; 32])> {
     let data = std::fs::read(index).ok()?;
     let mut paths = Vec::new();
-    let mut valid = true;
     for_each_entry(&data, |path, mode, _, _| {
         if mode != crate::patch::MODE_GITLINK {
-            match std::str::from_utf8(path) {
-                Ok(p) => paths.push(p.to_string()),
-                Err(_) => valid = false,
-            }
+            paths.push(crate::tree_path::key(path));
         }
     })?;
-    Some((paths, content_digest_of(&data)?)).filter(|_| valid)
+    Some((paths, content_digest_of(&data)?))
 }
 
 /// [`content_digest`] of index bytes already read.

@@ -97,6 +97,7 @@ mod stamp;
 mod state;
 mod sync;
 mod toolchain;
+mod tree_path;
 mod untracked;
 
 pub use compile::{CompilePlan, CompileReport, HipBuild, LauncherHits, PlannedUnit, UnitReport};

@@ -56,6 +56,7 @@ use crate::snapshot::Snapshot;
 use crate::stamp::{QolaDir, Stamp, unix_now, write_atomic};
 use crate::state::{Entry, PathState, workdir_content, workdir_entry};
 use crate::sync::{Target, sync};
+use crate::tree_path::{on_disk, shown};
 use crate::untracked::untracked;
 
 /// How many differing paths the skip warning names.
@@ -318,7 +319,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         let mut changes = Vec::new();
         for path in &candidates {
             let from = expected_content(&pinned, &applied, path)?;
-            let to = workdir_content(&root.join(path))?;
+            let to = workdir_content(&on_disk(root, path))?;
             if from != to {
                 changes.push(Change {
                     path: path.clone(),
@@ -341,7 +342,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         let now_state = match now.paths.get(path) {
             Some(state) => state.clone(),
             None if fresh => None,
-            None => workdir_entry(&root.join(path))?,
+            None => workdir_entry(&on_disk(root, path))?,
         };
         let at_pin = pinned.state_at(&pinned_heads, path)?.flatten();
         let prepared = match expected_paths.get(path) {
@@ -429,7 +430,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         action,
         reasons,
         expected_fingerprint: Some(expected_fingerprint.clone()),
-        edited_paths: edited.clone(),
+        edited_paths: edited.iter().map(|p| shown(p)).collect(),
         warnings: applied.offsets.clone(),
         ..base
     };
@@ -459,7 +460,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
             changes.push(Change {
                 path: path.clone(),
                 from: expected_content(&pinned, &applied, path)?,
-                to: workdir_content(&root.join(path))?,
+                to: workdir_content(&on_disk(root, path))?,
             });
         }
         let backup = qola_dir.backup_path(unix_now());
@@ -743,7 +744,7 @@ fn name_some(items: &[String], limit: usize) -> String {
     let mut text = items
         .iter()
         .take(limit)
-        .cloned()
+        .map(|item| shown(item))
         .collect::<Vec<_>>()
         .join(", ");
     if items.len() > limit {

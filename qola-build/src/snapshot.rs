@@ -59,7 +59,7 @@ impl Stat {
     fn of_entry(root: &Path, path: &str) -> Option<Stat> {
         match path.strip_suffix('/') {
             Some(dir) => Stat::of_dir(&root.join(dir)),
-            None => Stat::of(&root.join(path)),
+            None => Stat::of(&crate::tree_path::on_disk(root, path)),
         }
     }
 
@@ -159,7 +159,7 @@ impl Snapshot {
             .iter()
             .flat_map(|r| &r.files)
             .filter(|(p, _)| !p.ends_with('/'))
-            .map(|(p, _)| (p.clone(), Stat::of(&root.join(p))))
+            .map(|(p, _)| (p.clone(), Stat::of(&crate::tree_path::on_disk(root, p))))
             .collect();
         let newest = all
             .iter()

@@ -30,6 +30,7 @@ use crate::checkout::{Pinned, PinnedRepo, Pristine};
 use crate::error::{Error, Result, git_error, io_error};
 use crate::patch::{FileContent, MODE_EXEC, MODE_SYMLINK};
 use crate::state::{Entry, PathState, is_absent, workdir_entry};
+use crate::tree_path::on_disk;
 
 /// The longest file name component Linux file systems take.
 const NAME_MAX: usize = 255;
@@ -65,7 +66,7 @@ struct Backup {
 
 impl Backup {
     fn target(&mut self, rel: &str) -> Result<PathBuf> {
-        let to = self.dir.join(rel);
+        let to = crate::tree_path::on_disk(&self.dir, rel);
         let parent = to.parent().expect("a backup path has a parent");
         std::fs::create_dir_all(parent).map_err(io_error("create the backup directory", parent))?;
         self.used = true;
@@ -96,7 +97,7 @@ pub(crate) fn sync(
     };
     let mut synced = Synced::default();
     for path in &plan.move_aside {
-        let from = root.join(path);
+        let from = on_disk(root, path);
         let to = backup.target(path)?;
         std::fs::rename(&from, &to).map_err(io_error("move aside (into the backup)", &from))?;
         synced.moved_aside.push(path.clone());
@@ -109,7 +110,7 @@ pub(crate) fn sync(
     }
     // Removals first, deepest first: a directory that must become a file is emptied before.
     for (path, _) in targets.iter().rev().filter(|(_, t)| t.content.is_none()) {
-        let full = root.join(path);
+        let full = on_disk(root, path);
         if workdir_entry(&full)?.is_some() {
             std::fs::remove_file(&full).map_err(io_error("remove", &full))?;
             remove_empty_parents(root, &full);
@@ -119,7 +120,7 @@ pub(crate) fn sync(
         let Some(content) = &target.content else {
             continue;
         };
-        let full = root.join(path);
+        let full = on_disk(root, path);
         let now = workdir_entry(&full)?;
         if now == Some(Entry::of(content)) {
             continue;
@@ -208,7 +209,7 @@ fn plan(
             }
         }
         // A directory where a file must be: whatever in it is not removed goes aside.
-        let full = root.join(path);
+        let full = on_disk(root, path);
         if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
             for inside in files_under(&full)? {
                 let rel = format!("{path}/{inside}");
@@ -241,7 +242,7 @@ fn files_under(dir: &Path) -> Result<Vec<String>> {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(child);
             } else {
-                out.push(child.to_string_lossy().into_owned());
+                out.push(crate::tree_path::key(child.as_os_str().as_encoded_bytes()));
             }
         }
     }
@@ -367,7 +368,7 @@ fn index_entry(rel: &str, entry: &Entry) -> Option<IndexEntry> {
         id: Oid::from_str(&entry.id).ok()?,
         flags: rel.len().min(0xfff) as u16,
         flags_extended: 0,
-        path: rel.as_bytes().to_vec(),
+        path: crate::tree_path::bytes(rel).into_owned(),
     })
 }
 
@@ -385,7 +386,7 @@ fn update_index(
         if owner.path != repo.path || rel.is_empty() {
             continue;
         }
-        let rel_path = Path::new(rel);
+        let rel_path = &crate::tree_path::as_path(rel);
         let current = index.get_path(rel_path, 0).map(|e| Entry {
             mode: e.mode,
             id: e.id.to_string(),

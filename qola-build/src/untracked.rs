@@ -79,11 +79,11 @@ impl Walk<'_> {
     }
 
     fn entries(&self, dir: &str) -> Result<Vec<(String, bool)>> {
-        let full = self.root.join(dir);
+        let full = crate::tree_path::on_disk(self.root, dir);
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&full).map_err(io_error("read the directory", &full))? {
             let entry = entry.map_err(io_error("read the directory", &full))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = crate::tree_path::key(entry.file_name().as_encoded_bytes());
             if name == ".git" {
                 continue;
             }

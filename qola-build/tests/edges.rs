@@ -253,7 +253,10 @@ fn an_edit_of_a_file_whose_name_is_not_utf8_is_seen() {
     let s = setup();
     let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
     std::fs::write(s.demo.aiter.join(name), "latin-1 name\n").unwrap();
-    git(&s.demo.aiter, &["add", "-A"]);
+    qola_tests::git_command(&s.demo.aiter, &["add", "--"])
+        .arg(name)
+        .status()
+        .unwrap();
     git(
         &s.demo.aiter,
         &["commit", "-q", "-m", "a latin-1 file name"],

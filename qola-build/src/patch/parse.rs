@@ -159,7 +159,7 @@ fn unquote(raw: &str, line: usize) -> Result<String> {
             _ => return err(line, format!("unknown escape `\\{}` in {raw}", c as char)),
         });
     }
-    String::from_utf8(out).or_else(|_| err(line, format!("quoted path {raw} is not UTF-8")))
+    Ok(crate::tree_path::key(&out))
 }
 
 /// Finds the two paths of `diff --git a/x b/y`. Used only when no `---`/`+++`/rename lines name
@@ -727,7 +727,7 @@ mod tests {
             (
                 "new file with context",
                 "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1,2 @@\n x\n+y\n",
-                1,
+                6,
             ),
             (
                 "deleted file keeping a line",

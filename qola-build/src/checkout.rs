@@ -592,6 +592,31 @@ impl Pinned {
         }
     }
 
+    /// The files (and symlinks) under the directory `dir` at the pinned commits.
+    pub(crate) fn files_under(&self, dir: &str) -> Result<Vec<String>> {
+        let (owner, rel) = self.owner(dir);
+        let Some(entry) = tree_entry(&owner.repo, owner.commit, rel, &owner.workdir)? else {
+            return Ok(Vec::new());
+        };
+        let tree = owner.repo.find_tree(entry.id()).map_err(git_error(
+            &format!("read the directory {dir}"),
+            &owner.workdir,
+        ))?;
+        let mut files = Vec::new();
+        tree.walk(TreeWalkMode::PreOrder, |parent, e| {
+            if e.kind() != Some(ObjectType::Tree) {
+                let name = crate::tree_path::key(e.name_bytes());
+                files.push(format!("{dir}/{parent}{name}"));
+            }
+            TreeWalkResult::Ok
+        })
+        .map_err(git_error(
+            &format!("walk the directory {dir}"),
+            &owner.workdir,
+        ))?;
+        Ok(files)
+    }
+
     /// The content of the blob `entry` names, from the repository owning `path` (a staged
     /// version of it).
     pub(crate) fn blob(&self, path: &str, entry: Option<&Entry>) -> Result<Option<FileContent>> {

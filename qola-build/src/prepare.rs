@@ -73,6 +73,10 @@ impl PristineTree for Pinned {
     fn read(&self, path: &str) -> Result<Pristine> {
         Pinned::read(self, path)
     }
+
+    fn files_under(&self, dir: &str) -> Result<Option<Vec<String>>> {
+        Pinned::files_under(self, dir).map(Some)
+    }
 }
 
 impl Prepare {

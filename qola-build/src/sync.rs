@@ -187,10 +187,14 @@ fn plan(
         let parts: Vec<&str> = path.split('/').collect();
         for depth in 1..parts.len() {
             let prefix = parts[..depth].join("/");
-            let meta = match std::fs::symlink_metadata(root.join(&prefix)) {
+            if removed(&prefix) {
+                // Removed before any write (a file or symlink the series turns into a directory).
+                break;
+            }
+            let meta = match std::fs::symlink_metadata(on_disk(root, &prefix)) {
                 Ok(meta) => meta,
                 Err(e) if is_absent(&e) => break,
-                Err(e) => return Err(io_error("inspect", root.join(&prefix))(e)),
+                Err(e) => return Err(io_error("inspect", on_disk(root, &prefix))(e)),
             };
             if meta.file_type().is_symlink() {
                 // A symlink where the pinned tree has a directory replaced it: it goes aside
@@ -203,7 +207,7 @@ fn plan(
                 plan.move_aside.insert(prefix);
                 break;
             }
-            if !meta.is_dir() && !removed(&prefix) {
+            if !meta.is_dir() {
                 plan.move_aside.insert(prefix);
                 break;
             }

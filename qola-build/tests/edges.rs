@@ -300,6 +300,32 @@ fn a_series_that_turned_a_file_into_a_directory_can_be_undone() {
 }
 
 #[test]
+fn a_series_that_turned_a_directory_into_a_symlink_can_be_undone() {
+    let s = setup();
+    s.add_patch(
+        "0004-dir-to-link.patch",
+        "diff --git a/scripts/build_demo.sh b/scripts/build_demo.sh\ndeleted file mode 100755\n--- a/scripts/build_demo.sh\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-#!/bin/sh\n-echo building the demo\ndiff --git a/scripts b/scripts\nnew file mode 120000\n--- /dev/null\n+++ b/scripts\n@@ -0,0 +1 @@\n+csrc\n\\ No newline at end of file\n",
+    );
+    s.prepare();
+    assert!(
+        s.root
+            .join("scripts")
+            .symlink_metadata()
+            .unwrap()
+            .is_symlink()
+    );
+    std::fs::remove_file(s.demo.patches.join("0004-dir-to-link.patch")).unwrap();
+    let p = s.prepare();
+    assert_action(&p, Action::Resync);
+    assert!(!kinds(&p).contains(&ReasonKind::MovedAside), "{p}");
+    assert!(
+        s.read("scripts/build_demo.sh")
+            .contains("building the demo")
+    );
+    assert_action(&s.prepare(), Action::UpToDate);
+}
+
+#[test]
 fn an_untracked_file_in_a_directory_a_resync_replaces_is_backed_up_first() {
     let s = setup();
     s.add_patch("0004-file-to-dir.patch", FILE_TO_DIR);

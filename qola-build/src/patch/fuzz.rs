@@ -25,6 +25,17 @@ type Tree = BTreeMap<String, FileContent>;
 struct Base<'t>(&'t Tree);
 
 impl PristineTree for Base<'_> {
+    fn files_under(&self, dir: &str) -> Result<Option<Vec<String>>> {
+        let inside = format!("{dir}/");
+        Ok(Some(
+            self.0
+                .keys()
+                .filter(|k| k.starts_with(&inside))
+                .cloned()
+                .collect(),
+        ))
+    }
+
     fn read(&self, path: &str) -> Result<Pristine> {
         if let Some(file) = self.0.get(path) {
             return Ok(Pristine::File(file.clone()));

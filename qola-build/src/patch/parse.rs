@@ -382,11 +382,24 @@ fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)
             let old = parse_header_path(minus, n)?;
             let new = parse_header_path(&text(&plus[4..]), n + 1)?;
             // git would take differing names here for a rename; qola wants `rename` lines.
+            let moved_by_header = seen
+                .iter()
+                .any(|k| k.starts_with("rename") || k.starts_with("copy"));
+            if !moved_by_header
+                && let (Some(a), Some(b)) = (&old, &new)
+                && a != b
+            {
+                return err(
+                    n,
+                    format!(
+                        "`---` names {a} but `+++` names {b}, and no `rename` line says it moves"
+                    ),
+                );
+            }
             for (name, at) in [(&old, n), (&new, n + 1)] {
                 if let (Some(name), Some(default)) = (name, &default)
                     && name != default
-                    && !file.copy
-                    && names.old == names.new
+                    && !moved_by_header
                 {
                     return err(
                         at,
@@ -530,6 +543,10 @@ fn parse_hunk_header(header: &str, line: usize) -> Result<(usize, usize, usize, 
     let (old, new) = body[..end].split_once(" +").ok_or_else(bad)?;
     let range = |r: &str| -> Result<(usize, usize)> {
         let (start, len) = r.split_once(',').unwrap_or((r, "1"));
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(start) || !digits(len) {
+            return Err(bad());
+        }
         Ok((
             start.parse().map_err(|_| bad())?,
             len.parse().map_err(|_| bad())?,
@@ -561,6 +578,12 @@ fn parse_hunks(lines: &[&[u8]], start: usize) -> Result<(Vec<Hunk>, usize)> {
                     format!("hunk `{}` ends early (file truncated)", hunk.header),
                 );
             };
+            if !raw.ends_with(b"\n") {
+                return err(
+                    i + 1,
+                    format!("hunk `{}` is cut off in the middle of a line", hunk.header),
+                );
+            }
             let (kind, body): (LineKind, &[u8]) = match raw.first() {
                 Some(b' ') => (LineKind::Context, &raw[1..]),
                 Some(b'-') => (LineKind::Remove, &raw[1..]),

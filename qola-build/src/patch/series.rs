@@ -67,6 +67,12 @@ pub(crate) fn load_series(dir: Option<&Path>) -> Result<Series> {
 pub(crate) trait PristineTree {
     /// The pinned state of `path`.
     fn read(&self, path: &str) -> Result<Pristine>;
+
+    /// The files under the directory `dir`, when known (`None`: a directory stays one, and a
+    /// patch cannot put a file in its place).
+    fn files_under(&self, _dir: &str) -> Result<Option<Vec<String>>> {
+        Ok(None)
+    }
 }
 
 /// The series applied: the paths whose content differs from the pinned tree.
@@ -157,11 +163,36 @@ struct Overlay<'b> {
 }
 
 impl Overlay<'_> {
+    /// The path as the patches so far left it: a directory is one while it holds a file (created
+    /// by a patch, or pinned and not deleted).
     fn read(&self, path: &str) -> Result<Pristine> {
+        let inside = format!("{path}/");
+        let holds_new = || {
+            self.files
+                .range(inside.clone()..)
+                .take_while(|(p, _)| p.starts_with(&inside))
+                .any(|(_, c)| c.is_some())
+        };
         match self.files.get(path) {
             Some(Some(content)) => Ok(Pristine::File(content.clone())),
+            Some(None) if holds_new() => Ok(Pristine::Directory),
             Some(None) => Ok(Pristine::Absent),
-            None => self.base.read(path),
+            None => match self.base.read(path)? {
+                Pristine::Directory if !holds_new() => {
+                    let emptied = self.base.files_under(path)?.is_some_and(|files| {
+                        files
+                            .iter()
+                            .all(|f| matches!(self.files.get(f), Some(None)))
+                    });
+                    Ok(if emptied {
+                        Pristine::Absent
+                    } else {
+                        Pristine::Directory
+                    })
+                }
+                Pristine::Absent if holds_new() => Ok(Pristine::Directory),
+                other => Ok(other),
+            },
         }
     }
 }

@@ -745,7 +745,7 @@ mod tests {
             (
                 "inconsistent +++ name",
                 "diff --git a/f b/f\n--- a/f\n+++ b/g\n@@ -1 +1 @@\n-a\n+b\n",
-                3,
+                2,
             ),
             (
                 "new file with context",

@@ -18,6 +18,10 @@
 //! Runs are interleaved (one of each per round) so that machine noise hits all alike; the table
 //! gives medians and each one's ratio to `git status --porcelain`, plus how many work-tree files
 //! each approach rewrote (mtime changed) per run.
+//!
+//! With `QOLA_BENCH_BASELINE_QOLA=/path/to/an/older/qola`, that binary's `status` and up-to-date
+//! `prepare` on the same checkout (with a cache of its own) are timed in the same rounds, so a
+//! change's cost on the no-op path is measured against the code before it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -106,16 +110,18 @@ fn main() {
     let tmp = tempfile::tempdir().unwrap();
     let url = real.upstream.to_string_lossy().to_string();
 
-    // `qola <verb>` on the checkout at `at`.
-    let qola_at = |at: &Path, verb: &str| {
-        let mut c = Command::new(&qola);
-        c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+    let baseline_qola = std::env::var_os("QOLA_BENCH_BASELINE_QOLA").map(PathBuf::from);
+    // `qola <verb>` on the checkout at `at`, by `binary` with its own cache.
+    let qola_by = |binary: &Path, cache: &str, at: &Path, verb: &str| {
+        let mut c = Command::new(binary);
+        c.env("QOLA_CACHE_DIR", tmp.path().join(cache))
             .args([verb, "--root"])
             .arg(at)
             .args(["--url", &url, "--commit", &real.commit, "--patches"])
             .arg(&patches);
         c
     };
+    let qola_at = |at: &Path, verb: &str| qola_by(&qola, "cache", at, verb);
     // qola's checkout, and a second one whose snapshot a touch defeats.
     let root = tmp.path().join("qola/aiter");
     let touched = tmp.path().join("touched/aiter");
@@ -172,9 +178,29 @@ fn main() {
     git(&root, &["status", "--porcelain"]);
     git(&base, &["status", "--porcelain"]);
 
+    let baseline_cmd = |verb: &str| {
+        let binary = baseline_qola.as_deref().expect("a baseline binary");
+        qola_by(binary, "baseline-cache", &root, verb)
+    };
+    if baseline_qola.is_some() {
+        run(&mut baseline_cmd("prepare"));
+    }
     let mut times: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
     let mut files: BTreeMap<&str, usize> = BTreeMap::new();
     for _ in 0..runs {
+        if baseline_qola.is_some() {
+            for (name, verb) in [
+                ("baseline qola status", "status"),
+                ("baseline qola prepare (up-to-date)", "prepare"),
+            ] {
+                let before = mtimes(&root);
+                times
+                    .entry(name)
+                    .or_default()
+                    .push(timed(&mut || run(&mut baseline_cmd(verb))));
+                *files.entry(name).or_default() += rewritten(&before, &root);
+            }
+        }
         for (name, verb) in [
             ("qola status", "status"),
             ("qola prepare (up-to-date)", "prepare"),
@@ -232,11 +258,16 @@ fn main() {
     for name in [
         "qola status",
         "qola prepare (up-to-date)",
+        "baseline qola status",
+        "baseline qola prepare (up-to-date)",
         "qola status, full scan (one file touched)",
         "qola prepare (up-to-date), full scan (one file touched)",
         "git status --porcelain",
         "QoLA-style resync",
     ] {
+        if !times.contains_key(name) {
+            continue;
+        }
         let m = median(times[name].clone());
         println!(
             "| {name} | {:.1} ms | {:.2} | {} |",
@@ -244,5 +275,15 @@ fn main() {
             m.as_secs_f64() / baseline.as_secs_f64(),
             files[name] / runs
         );
+    }
+    if baseline_qola.is_some() {
+        for (new, old) in [
+            ("qola status", "baseline qola status"),
+            ("qola prepare (up-to-date)", "baseline qola prepare (up-to-date)"),
+        ] {
+            let ratio = median(times[new].clone()).as_secs_f64()
+                / median(times[old].clone()).as_secs_f64();
+            println!("\n{new}: this build / baseline build = {ratio:.3}");
+        }
     }
 }

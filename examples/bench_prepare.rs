@@ -279,10 +279,13 @@ fn main() {
     if baseline_qola.is_some() {
         for (new, old) in [
             ("qola status", "baseline qola status"),
-            ("qola prepare (up-to-date)", "baseline qola prepare (up-to-date)"),
+            (
+                "qola prepare (up-to-date)",
+                "baseline qola prepare (up-to-date)",
+            ),
         ] {
-            let ratio = median(times[new].clone()).as_secs_f64()
-                / median(times[old].clone()).as_secs_f64();
+            let ratio =
+                median(times[new].clone()).as_secs_f64() / median(times[old].clone()).as_secs_f64();
             println!("\n{new}: this build / baseline build = {ratio:.3}");
         }
     }

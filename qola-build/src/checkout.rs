@@ -416,7 +416,10 @@ fn submodule_config(
     let copy = crate::lock::lock_path(root)
         .with_extension(format!("gitmodules-{}-{commit}", std::process::id()));
     std::fs::write(&copy, blob.content()).map_err(io_error("write", &copy))?;
-    let config = git2::Config::open(&copy).map_err(git_error("parse .gitmodules", &copy))?;
+    let config = git2::Config::open(&copy).map_err(git_error("parse .gitmodules", &copy));
+    // Parsed into memory: the copy is not needed any more, whatever happens next.
+    let _ = std::fs::remove_file(&copy);
+    let config = config?;
     let mut paths = BTreeMap::new();
     let mut urls = BTreeMap::new();
     let mut entries = config
@@ -436,7 +439,6 @@ fn submodule_config(
             urls.insert(name.to_string(), value.to_string());
         }
     }
-    let _ = std::fs::remove_file(&copy);
     Ok(paths
         .into_iter()
         .filter_map(|(name, path)| {

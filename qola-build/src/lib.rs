@@ -67,8 +67,8 @@
 //! The default checkout is in qola's cache, outside any package source (a published crate's
 //! source is read-only), shared by debug and release builds and `cargo check`, and untouched by
 //! `cargo clean`. Inside its git directory, `.git/qola/` holds the stamp, the `preparing` marker
-//! and the backups of local edits. The lock file sits beside the checkout:
-//! `<parent>/.<name>.qola-lock`. The stat snapshots that make a no-op check fast live in
+//! and the backups (local edits of a forced run, what a resync moved out of its way). The lock
+//! file sits beside the checkout, for its canonical path: `<parent>/.<name>.qola-lock`. The stat snapshots that make a no-op check fast live in
 //! `<cache>/snapshots/`, outside the checkout.
 
 #![deny(missing_docs)]

@@ -3,6 +3,8 @@
 //! The lock file lives beside the checkout (`<parent>/.<name>.qola-lock`), not inside it, so it
 //! exists before the first clone and never shows in the tree. It is an advisory `flock`: the
 //! operating system releases it when the process ends, so a killed build never leaves it held.
+//! The root it is keyed by is canonical (see `options::canonical_root`): a symlinked root, a
+//! relative one or one spelled with `..` share the lock of the real path, outside the tree.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};

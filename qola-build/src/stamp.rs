@@ -1,7 +1,8 @@
 //! The stamp: what the last successful preparation produced, kept in the checkout's git
 //! directory (`.git/qola/stamp.json`) where `git reset`, `git clean` and `git checkout` never
 //! reach. Beside it: the `preparing` marker (present while a preparation writes, so a killed run
-//! is noticed) and `backups/` (local edits saved before a forced preparation).
+//! is noticed) and `backups/` (local edits saved before a forced preparation, what a resync moved
+//! out of its way).
 
 use std::collections::BTreeMap;
 use std::io::Write;

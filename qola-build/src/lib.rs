@@ -74,58 +74,39 @@
 #![deny(missing_docs)]
 
 pub mod aiter;
-mod archs;
-mod cargo;
-mod checkout;
+mod build_script;
 mod compile;
-mod diff;
-mod env;
 mod error;
-mod fingerprint;
-mod git_cli;
-mod index_file;
-mod key;
-mod lock;
 pub mod manifest;
-mod options;
-mod patch;
-mod plan;
 mod prepare;
-mod report;
-mod snapshot;
-mod stamp;
-mod state;
-mod sync;
-mod toolchain;
-mod tree_path;
-mod untracked;
+mod util;
 
+pub use aiter::plan::{GeneratorPlan, ModulePlan, Plan};
 pub use compile::{CompilePlan, CompileReport, HipBuild, LauncherHits, PlannedUnit, UnitReport};
-pub use plan::{GeneratorPlan, ModulePlan, Plan};
 
 /// The GPU architectures to compile for, as [`HipBuild`] resolves them (`QOLA_GPU_ARCHS`,
 /// `GPU_ARCHS`, then `manifest_archs`, then this machine's GPUs), from a build script.
 pub fn gpu_archs(manifest_archs: &[String]) -> Result<Vec<String>> {
-    let directives = cargo::Directives::new(true);
-    archs::resolve(&env::Env::new(&directives), &[], manifest_archs)
+    let directives = build_script::Directives::new(true);
+    compile::archs::resolve(&build_script::Env::new(&directives), &[], manifest_archs)
 }
 
 /// qola's cache directory (`QOLA_CACHE_DIR`, `$XDG_CACHE_HOME/qola`, `$HOME/.cache/qola`), from
 /// a build script.
 pub fn cache_dir() -> Result<std::path::PathBuf> {
-    let directives = cargo::Directives::new(true);
-    options::cache_dir(&env::Env::new(&directives)).ok_or(Error::NoCacheDir)
+    let directives = build_script::Directives::new(true);
+    prepare::settings::cache_dir(&build_script::Env::new(&directives)).ok_or(Error::NoCacheDir)
 }
 
 /// Reads an environment variable from a build script the way qola does: Cargo is told to rerun
 /// the script when it changes (`cargo:rerun-if-env-changed`); unset and empty are both `None`.
 pub fn build_script_env(name: &str) -> Result<Option<String>> {
-    let directives = cargo::Directives::new(true);
-    env::Env::new(&directives).var(name)
+    let directives = build_script::Directives::new(true);
+    build_script::Env::new(&directives).var(name)
 }
+pub use compile::toolchain::HipToolchain;
 pub use error::{Error, Result};
 pub use manifest::Manifest;
-pub use options::{DEFAULT_AITER_URL, Prepare};
 pub use prepare::prepare_aiter;
-pub use report::{Action, Preparation, Reason, ReasonKind};
-pub use toolchain::HipToolchain;
+pub use prepare::report::{Action, Preparation, Reason, ReasonKind};
+pub use prepare::settings::{DEFAULT_AITER_URL, Prepare};

@@ -13,8 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result, io_error};
-use crate::git_cli::shell_quote;
-use crate::stamp::write_atomic;
+use crate::util::shell_quote;
+use crate::util::write_atomic;
 
 use super::recipe::generator_argv;
 

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, io_error};
-use crate::stamp::write_atomic;
+use crate::util::write_atomic;
 
 /// What [`embed_hsa`] wrote.
 #[derive(Debug, Clone)]
@@ -27,7 +27,7 @@ pub struct EmbeddedHsa {
 fn code_objects(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if crate::state::is_absent(&e) => return Ok(()),
+        Err(e) if crate::util::is_absent(&e) => return Ok(()),
         Err(e) => return Err(io_error("read", dir)(e)),
     };
     for entry in entries {

@@ -31,20 +31,19 @@
 
 mod codegen;
 mod hsa;
+pub(crate) mod plan;
 mod recipe;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 pub use codegen::Generated;
 pub use hsa::{EmbeddedHsa, embed_hsa};
 pub use recipe::{AiterPaths, ModuleRecipe};
 
-use crate::env::Env;
+use crate::build_script::Env;
+use crate::compile::toolchain::HipToolchain;
 use crate::error::{Error, Result};
 use crate::manifest::Module;
-use crate::stamp::write_atomic;
-use crate::toolchain::HipToolchain;
 
 /// The oldest HIP whose clang compiles composable_kernel's tile code.
 const MIN_CK_HIP: (u32, u32) = (6, 0);
@@ -126,33 +125,17 @@ fn flag_supported(
     cache: &Path,
     scratch: &Path,
 ) -> Result<bool> {
-    let key = blake3::hash(format!("{}\0{flag}\0{arch}", toolchain.identity).as_bytes()).to_hex();
-    let record = cache.join("flag-probes").join(&key[..24]);
-    if let Ok(answer) = std::fs::read_to_string(&record) {
-        return Ok(answer == "yes");
-    }
-    std::fs::create_dir_all(scratch).map_err(crate::error::io_error("create", scratch))?;
-    let source = scratch.join("qola-flag-probe.hip");
-    write_atomic(
-        &source,
-        b"#include <hip/hip_runtime.h>\n__global__ void qola_flag_probe() {}\n",
-    )?;
-    let object = scratch.join("qola-flag-probe.o");
-    let ok = Command::new(&toolchain.path)
-        .args(["-x", "hip", &format!("--offload-arch={arch}"), "-c"])
-        .args(flag.split_whitespace())
-        .arg(&source)
-        .arg("-o")
-        .arg(&object)
-        .output()
-        .map(|o| {
-            o.status.success()
-                && !String::from_utf8_lossy(&o.stderr).contains("Unknown command line argument")
-        })
-        .unwrap_or(false);
-    let _ = std::fs::remove_file(&object);
-    write_atomic(&record, if ok { b"yes" } else { b"no" })?;
-    Ok(ok)
+    let mut command: Vec<String> = [
+        toolchain.path.to_string_lossy().into_owned(),
+        "-x".to_string(),
+        "hip".to_string(),
+        format!("--offload-arch={arch}"),
+        "-c".to_string(),
+    ]
+    .into();
+    command.extend(flag.split_whitespace().map(String::from));
+    let answer = crate::compile::probe::probe(toolchain, &command, Some(cache), scratch)?;
+    Ok(answer == crate::compile::probe::ProbeAnswer::Accepted)
 }
 
 /// A module of the prepared tree, ready to compile: its generated and listed sources, include
@@ -226,7 +209,7 @@ pub struct AiterModuleSpec<'a> {
 /// recipe, applies the manifest's overrides, runs (or reuses) the code generators into
 /// `gen_dir`, and chooses AITER's flags for this compiler.
 pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
-    let directives = crate::cargo::Directives::new(spec.cargo_metadata);
+    let directives = crate::build_script::Directives::new(spec.cargo_metadata);
     let env = Env::new(&directives);
     let toolchain = match spec.compiler {
         Some(path) => HipToolchain::identify(path)?,
@@ -240,7 +223,7 @@ fn prepare_with(
     spec: &AiterModuleSpec,
     toolchain: HipToolchain,
     env: &Env,
-    directives: &crate::cargo::Directives,
+    directives: &crate::build_script::Directives,
 ) -> Result<AiterModule> {
     let toolchain = &toolchain;
     let arch = spec.archs.first().cloned().unwrap_or_default();

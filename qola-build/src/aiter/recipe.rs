@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::env::Env;
+use crate::build_script::Env;
 use crate::error::{Error, Result};
 
 /// Where the AITER tree's parts are, as AITER's `core.py` names them.
@@ -469,7 +469,7 @@ mod tests {
             "/a/codegen.py --output_dir {}"
         );
     }
-    use crate::cargo::Directives;
+    use crate::build_script::Directives;
 
     fn eval(expr: &str) -> Result<Eval> {
         let directives = Directives::new(false);

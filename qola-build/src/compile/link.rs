@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{Error, Result, io_error};
-use crate::git_cli::shell_quote;
-use crate::stamp::write_atomic;
+use crate::util::shell_quote;
+use crate::util::write_atomic;
 
 /// Runs a link tool, turning a failure into [`Error::Link`].
 fn run(program: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {

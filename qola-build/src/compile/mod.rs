@@ -1,7 +1,7 @@
 //! Compiling HIP sources incrementally: [`HipBuild`].
 //!
-//! 1. The compiler is found and identified ([`crate::toolchain`]), the architectures resolved
-//!    and probed ([`crate::archs`]).
+//! 1. The compiler is found and identified ([`crate::compile::toolchain`]), the architectures resolved
+//!    and probed ([`crate::compile::archs`]).
 //! 2. The compile command has `cc`'s form (`-x hip -fPIC -O3 --offload-arch=...`, include
 //!    directories, flags, defines, then `CXXFLAGS` as `cc` reads them) plus `-MD -MF` for a
 //!    depfile per object. qola runs the commands itself, in parallel within Cargo's jobserver
@@ -21,25 +21,27 @@
 //!    something compiled. A failed compile reports its exact command and the compiler's stderr, and writes
 //!    `repro.sh` next to the log.
 
+pub(crate) mod archs;
 mod depfile;
 mod jobs;
 mod launcher;
 mod link;
 mod memory;
 mod object_cache;
+pub(crate) mod probe;
+pub(crate) mod toolchain;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::archs;
-use crate::cargo::Directives;
-use crate::env::Env;
+use crate::build_script::Directives;
+use crate::build_script::Env;
+use crate::compile::toolchain::HipToolchain;
 use crate::error::{Error, Result, io_error};
-use crate::git_cli::shell_quote;
-use crate::options::cache_dir;
-use crate::stamp::write_atomic;
-use crate::toolchain::HipToolchain;
+use crate::prepare::settings::cache_dir;
+use crate::util::shell_quote;
+use crate::util::write_atomic;
 pub use launcher::LauncherHits;
 use object_cache::{ObjectCache, unit_id};
 

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, io_error};
-use crate::stamp::write_atomic;
+use crate::util::write_atomic;
 
 /// What the cache remembers about a unit between builds.
 #[derive(Debug, Clone, Serialize, Deserialize)]

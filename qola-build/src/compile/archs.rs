@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::env::Env;
+use crate::build_script::Env;
+use crate::compile::probe::{ProbeAnswer, probe};
+use crate::compile::toolchain::HipToolchain;
 use crate::error::{Error, Result};
-use crate::stamp::write_atomic;
-use crate::toolchain::HipToolchain;
 
 fn split(list: &str) -> Vec<String> {
     list.split([';', ','])
@@ -93,68 +93,16 @@ pub(crate) fn validate(
     scratch: &Path,
 ) -> Result<()> {
     for arch in archs {
-        let key = blake3::hash(
-            format!("{}\0{arch}\0{}", toolchain.identity, command.join("\0")).as_bytes(),
-        )
-        .to_hex();
-        let record = cache.map(|c| c.join("probes").join(&key[..24]));
-        let known = record
-            .as_ref()
-            .and_then(|r| std::fs::read_to_string(r).ok());
-        let answer = match known {
-            Some(answer) => answer,
-            None => {
-                let answer = probe(toolchain, command, arch, scratch)?;
-                if let Some(record) = &record {
-                    write_atomic(record, answer.as_bytes())?;
-                }
-                answer
-            }
-        };
-        if let Some(stderr) = answer.strip_prefix("unsupported\n") {
+        let mut probe_command = command.to_vec();
+        probe_command.extend([format!("--offload-arch={arch}"), "-c".to_string()]);
+        if let ProbeAnswer::Rejected(stderr) = probe(toolchain, &probe_command, cache, scratch)? {
             return Err(Error::UnsupportedArch {
                 arch: arch.clone(),
                 compiler: toolchain.path.clone(),
                 version: toolchain.version(),
-                stderr: stderr.trim().to_string(),
+                stderr,
             });
         }
     }
     Ok(())
-}
-
-/// Compiles an empty kernel for `arch`: `ok`, or `unsupported` and the compiler's words.
-fn probe(
-    toolchain: &HipToolchain,
-    command: &[String],
-    arch: &str,
-    scratch: &Path,
-) -> Result<String> {
-    std::fs::create_dir_all(scratch).map_err(crate::error::io_error("create", scratch))?;
-    let source = scratch.join("qola-arch-probe.hip");
-    write_atomic(
-        &source,
-        b"#include <hip/hip_runtime.h>\n__global__ void qola_arch_probe() {}\n",
-    )?;
-    let object = scratch.join(format!("qola-arch-probe-{arch}.o"));
-    let output = Command::new(&command[0])
-        .args(&command[1..])
-        .args([&format!("--offload-arch={arch}"), "-c"])
-        .arg(&source)
-        .arg("-o")
-        .arg(&object)
-        .output()
-        .map_err(|e| Error::HipCompilerUnusable {
-            path: toolchain.path.clone(),
-            why: format!("cannot run it: {e}"),
-        })?;
-    let _ = std::fs::remove_file(&object);
-    Ok(if output.status.success() {
-        "ok\n".to_string()
-    } else {
-        format!(
-            "unsupported\n{}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )
-    })
 }

@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::patch::Series;
-use crate::report::{Reason, ReasonKind};
+use crate::prepare::patch::Series;
+use crate::prepare::report::{Reason, ReasonKind};
+use crate::util::short_id;
 
 /// Version of the key and stamp layout; bumping it makes every stamp count as absent.
 pub(crate) const SCHEMA: u32 = 1;
@@ -82,18 +83,14 @@ impl KeyComponents {
                 ReasonKind::Commit,
                 format!(
                     "AITER commit changed: {} → {}",
-                    short(&old.commit),
-                    short(&self.commit)
+                    short_id(&old.commit),
+                    short_id(&self.commit)
                 ),
             ));
         }
         reasons.extend(patch_changes(&old.patches, &self.patches));
         reasons
     }
-}
-
-fn short(id: &str) -> &str {
-    id.get(..12).unwrap_or(id)
 }
 
 /// Patches added, removed, changed, renamed or reordered between two series.

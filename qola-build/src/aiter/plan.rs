@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::aiter::{AiterModuleSpec, prepare_module};
-use crate::cargo::Directives;
+use crate::build_script::Directives;
+use crate::build_script::Env;
 use crate::compile::CompilePlan;
-use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
-use crate::options::Prepare;
-use crate::report::Action;
+use crate::prepare::report::Action;
+use crate::prepare::settings::Prepare;
 
 /// One code generator of a module.
 #[derive(Debug, Clone, Serialize)]
@@ -79,7 +79,7 @@ impl Prepare {
             None => Manifest::default(),
         };
         let cache = settings.cache.clone().ok_or(Error::NoCacheDir)?;
-        let archs = crate::archs::resolve(&env, &[], &manifest.build.architectures)?;
+        let archs = crate::compile::archs::resolve(&env, &[], &manifest.build.architectures)?;
         let mut modules = Vec::new();
         for module in &manifest.modules {
             let aiter = prepare_module(&AiterModuleSpec {

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::env::Env;
+use crate::build_script::Env;
 use crate::error::{Error, Result};
 
 /// Where a ROCm install keeps hipcc by default.

@@ -14,8 +14,8 @@ use std::path::Path;
 
 use super::series::{PatchFile, PristineTree, Series, apply_series};
 use super::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
-use crate::checkout::Pristine;
 use crate::error::Result;
+use crate::prepare::checkout::Pristine;
 
 /// How many mutated cases one run checks.
 const CASES: usize = 3000;

@@ -26,11 +26,12 @@ use std::path::{Path, PathBuf};
 
 use git2::{IndexEntry, IndexTime, Oid, build::CheckoutBuilder};
 
-use crate::checkout::{Pinned, PinnedRepo, Pristine};
 use crate::error::{Error, Result, git_error, io_error};
-use crate::patch::{FileContent, MODE_EXEC, MODE_SYMLINK};
-use crate::state::{Entry, PathState, is_absent, workdir_entry};
-use crate::tree_path::on_disk;
+use crate::prepare::checkout::{Pinned, PinnedRepo, Pristine};
+use crate::prepare::patch::{FileContent, MODE_EXEC, MODE_SYMLINK};
+use crate::prepare::state::{Entry, PathState, workdir_entry};
+use crate::prepare::tree_path::on_disk;
+use crate::util::is_absent;
 
 /// The longest file name component Linux file systems take.
 const NAME_MAX: usize = 255;
@@ -66,7 +67,7 @@ struct Backup {
 
 impl Backup {
     fn target(&mut self, rel: &str) -> Result<PathBuf> {
-        let to = crate::tree_path::on_disk(&self.dir, rel);
+        let to = crate::prepare::tree_path::on_disk(&self.dir, rel);
         let parent = to.parent().expect("a backup path has a parent");
         std::fs::create_dir_all(parent).map_err(io_error("create the backup directory", parent))?;
         self.used = true;
@@ -246,7 +247,9 @@ fn files_under(dir: &Path) -> Result<Vec<String>> {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(child);
             } else {
-                out.push(crate::tree_path::key(child.as_os_str().as_encoded_bytes()));
+                out.push(crate::prepare::tree_path::key(
+                    child.as_os_str().as_encoded_bytes(),
+                ));
             }
         }
     }
@@ -257,18 +260,18 @@ fn files_under(dir: &Path) -> Result<Vec<String>> {
 /// Submodule paths (superproject-relative) that `repo`'s current `HEAD` has and its pinned
 /// commit does not.
 fn submodules_leaving(repo: &PinnedRepo, pinned: &Pinned) -> Result<Vec<String>> {
-    let Some(head) = repo.repo.head().ok().and_then(|h| h.target()) else {
+    let Some(head) = crate::util::head_commit(&repo.repo) else {
         return Ok(Vec::new());
     };
     if head == repo.commit || repo.repo.find_commit(head).is_err() {
         return Ok(Vec::new());
     }
-    let old = crate::checkout::gitlinks(&repo.repo, head, &repo.workdir)?;
-    let new = crate::checkout::gitlinks(&repo.repo, repo.commit, &repo.workdir)?;
+    let old = crate::prepare::checkout::gitlinks(&repo.repo, head, &repo.workdir)?;
+    let new = crate::prepare::checkout::gitlinks(&repo.repo, repo.commit, &repo.workdir)?;
     Ok(old
         .into_iter()
         .filter(|(path, _)| !new.iter().any(|(p, _)| p == path))
-        .map(|(path, _)| crate::checkout::join(&repo.path, &path))
+        .map(|(path, _)| crate::util::join(&repo.path, &path))
         .filter(|path| !pinned.repos.iter().any(|r| r.path == *path))
         .collect())
 }
@@ -276,7 +279,7 @@ fn submodules_leaving(repo: &PinnedRepo, pinned: &Pinned) -> Result<Vec<String>>
 /// Checks the repository out at its pinned commit when `HEAD` is elsewhere, when it is new, or
 /// when it has no index yet (a clone interrupted before its checkout).
 fn checkout_pinned(repo: &PinnedRepo) -> Result<()> {
-    let head = repo.repo.head().ok().and_then(|h| h.target());
+    let head = crate::util::head_commit(&repo.repo);
     let no_index = repo.repo.index().map(|i| i.is_empty()).unwrap_or(true);
     if !repo.fresh && head == Some(repo.commit) && !no_index {
         return Ok(());
@@ -372,7 +375,7 @@ fn index_entry(rel: &str, entry: &Entry) -> Option<IndexEntry> {
         id: Oid::from_str(&entry.id).ok()?,
         flags: rel.len().min(0xfff) as u16,
         flags_extended: 0,
-        path: crate::tree_path::bytes(rel).into_owned(),
+        path: crate::prepare::tree_path::bytes(rel).into_owned(),
     })
 }
 
@@ -390,7 +393,7 @@ fn update_index(
         if owner.path != repo.path || rel.is_empty() {
             continue;
         }
-        let rel_path = &crate::tree_path::as_path(rel);
+        let rel_path = &crate::prepare::tree_path::as_path(rel);
         let current = index.get_path(rel_path, 0).map(|e| Entry {
             mode: e.mode,
             id: e.id.to_string(),
@@ -439,7 +442,7 @@ mod tests {
 
     fn entry(text: &str) -> PathState {
         Some(Entry::of(&FileContent {
-            mode: crate::patch::MODE_FILE,
+            mode: crate::prepare::patch::MODE_FILE,
             data: text.as_bytes().to_vec(),
         }))
     }

@@ -27,7 +27,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use git2::Repository;
 
 use crate::error::{Result, io_error};
-use crate::stamp::write_atomic;
+use crate::util::join;
+use crate::util::write_atomic;
 
 const MAGIC: &[u8] = b"qola-snapshot-2\n";
 
@@ -59,7 +60,7 @@ impl Stat {
     fn of_entry(root: &Path, path: &str) -> Option<Stat> {
         match path.strip_suffix('/') {
             Some(dir) => Stat::of_dir(&root.join(dir)),
-            None => Stat::of(&crate::tree_path::on_disk(root, path)),
+            None => Stat::of(&crate::prepare::tree_path::on_disk(root, path)),
         }
     }
 
@@ -82,7 +83,7 @@ struct RepoPart {
     path: String,
     /// `HEAD` (hex).
     head: String,
-    /// [`crate::index_file::content_digest`] of its index.
+    /// [`crate::prepare::index_file::content_digest`] of its index.
     index: [u8; 32],
     /// Tracked files (superproject-relative) and their stat (`None`: missing).
     files: Vec<(String, Option<Stat>)>,
@@ -93,18 +94,6 @@ struct RepoPart {
 pub(crate) struct Snapshot {
     key: String,
     repos: Vec<RepoPart>,
-}
-
-fn join(prefix: &str, path: &str) -> String {
-    if prefix.is_empty() {
-        path.to_string()
-    } else {
-        format!("{prefix}/{path}")
-    }
-}
-
-fn head_of(repo: &Repository) -> Option<String> {
-    repo.head().ok()?.target().map(|id| id.to_string())
 }
 
 /// The file system's timestamp granularity as seen in these mtimes: coarse (2 s) when no
@@ -130,7 +119,7 @@ impl Snapshot {
             let workdir = root.join(prefix);
             let repo = Repository::open(&workdir).ok()?;
             let (paths, index) =
-                crate::index_file::file_paths_and_digest(&repo.path().join("index"))?;
+                crate::prepare::index_file::file_paths_and_digest(&repo.path().join("index"))?;
             // Every directory on the way to a tracked file too, marked by a trailing `/`.
             let mut dirs = std::collections::BTreeSet::new();
             for rel in &paths {
@@ -149,7 +138,7 @@ impl Snapshot {
                 .collect();
             repos.push(RepoPart {
                 path: prefix.clone(),
-                head: head_of(&repo)?,
+                head: crate::util::head_commit(&repo).map(|id| id.to_string())?,
                 index,
                 files,
             });
@@ -159,7 +148,12 @@ impl Snapshot {
             .iter()
             .flat_map(|r| &r.files)
             .filter(|(p, _)| !p.ends_with('/'))
-            .map(|(p, _)| (p.clone(), Stat::of(&crate::tree_path::on_disk(root, p))))
+            .map(|(p, _)| {
+                (
+                    p.clone(),
+                    Stat::of(&crate::prepare::tree_path::on_disk(root, p)),
+                )
+            })
             .collect();
         let newest = all
             .iter()
@@ -203,8 +197,12 @@ impl Snapshot {
             let Ok(repo) = Repository::open(root.join(&part.path)) else {
                 return false;
             };
-            head_of(&repo).as_deref() == Some(part.head.as_str())
-                && crate::index_file::content_digest(&repo.path().join("index")) == Some(part.index)
+            crate::util::head_commit(&repo)
+                .map(|id| id.to_string())
+                .as_deref()
+                == Some(part.head.as_str())
+                && crate::prepare::index_file::content_digest(&repo.path().join("index"))
+                    == Some(part.index)
         });
         if !repos_ok {
             return false;

@@ -5,7 +5,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, git_error, io_error};
-use crate::patch::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
+use crate::prepare::patch::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
+use crate::util::is_absent;
 
 /// A path's content: git mode (octal 100644, 100755, 120000) and blob id (hex).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -85,12 +86,4 @@ pub(crate) fn workdir_content(path: &Path) -> Result<Option<FileContent>> {
         mode: entry.mode,
         data,
     }))
-}
-
-/// `NotFound`, or a path component that is a file (`NotADirectory`).
-pub(crate) fn is_absent(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-    )
 }

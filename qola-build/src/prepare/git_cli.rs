@@ -6,8 +6,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::env::Env;
+use crate::build_script::Env;
 use crate::error::{Error, Result};
+use crate::util::shell_quote;
 
 /// Variables that would point git at another repository than the one qola names.
 const REPOSITORY_VARIABLES: &[&str] = &[
@@ -80,18 +81,5 @@ impl GitCli {
                 .to_string(),
             hint: hint.to_string(),
         })
-    }
-}
-
-/// Quotes a word for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:@+,%".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }

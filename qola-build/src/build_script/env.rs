@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 
-use crate::cargo::Directives;
+use crate::build_script::Directives;
 use crate::error::{Error, Result};
 
 /// Reads environment variables and tells Cargo about each one.

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use super::binary::apply_delta;
 use super::hunks::apply_hunks;
 use super::{BinaryData, Body, FileContent, FilePatch, MODE_EXEC, MODE_FILE, MODE_SYMLINK, Patch};
-use crate::checkout::Pristine;
 use crate::error::{Error, Result};
-use crate::state::blob_id;
+use crate::prepare::checkout::Pristine;
+use crate::prepare::state::blob_id;
 
 /// One patch file of the series, as bytes.
 #[derive(Debug, Clone)]

@@ -5,14 +5,14 @@
 //! out of its way).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, io_error};
-use crate::key::{KeyComponents, SCHEMA};
-use crate::state::PathState;
+use crate::prepare::key::{KeyComponents, SCHEMA};
+use crate::prepare::state::PathState;
+use crate::util::write_atomic;
 
 /// The prepared state as the stamp records it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -121,30 +121,4 @@ impl QolaDir {
             n += 1;
         }
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let mut file = std::fs::File::create(&tmp).map_err(io_error("create", &tmp))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(io_error("write", &tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_error("rename into place", path))
-}
-
-/// Seconds since the Unix epoch.
-pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }

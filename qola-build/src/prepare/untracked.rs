@@ -9,6 +9,7 @@ use std::path::Path;
 use git2::Repository;
 
 use crate::error::{Result, git_error, io_error};
+use crate::util::join;
 
 /// Untracked paths under `root`, given every tracked file and every repository path (""
 /// for the superproject), all superproject-relative.
@@ -51,14 +52,6 @@ struct Walk<'a> {
     repos: Vec<(&'a str, Repository)>,
 }
 
-fn join(prefix: &str, name: &str) -> String {
-    if prefix.is_empty() {
-        name.to_string()
-    } else {
-        format!("{prefix}/{name}")
-    }
-}
-
 impl Walk<'_> {
     /// Whether `path` is ignored by the repository that owns it.
     fn ignored(&self, path: &str, is_dir: bool) -> Result<bool> {
@@ -79,11 +72,11 @@ impl Walk<'_> {
     }
 
     fn entries(&self, dir: &str) -> Result<Vec<(String, bool)>> {
-        let full = crate::tree_path::on_disk(self.root, dir);
+        let full = crate::prepare::tree_path::on_disk(self.root, dir);
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&full).map_err(io_error("read the directory", &full))? {
             let entry = entry.map_err(io_error("read the directory", &full))?;
-            let name = crate::tree_path::key(entry.file_name().as_encoded_bytes());
+            let name = crate::prepare::tree_path::key(entry.file_name().as_encoded_bytes());
             if name == ".git" {
                 continue;
             }

@@ -2,7 +2,7 @@
 //! repositories of the pinned state (the superproject and every submodule, recursively, each at
 //! the commit its parent's pinned tree records).
 //!
-//! Network access goes through the `git` command line ([`crate::git_cli`]); everything else is
+//! Network access goes through the `git` command line ([`crate::prepare::git_cli`]); everything else is
 //! done in-process with git2. A fetch happens only when an object is missing (or when
 //! `aiter_commit` names a branch, which is refreshed from `origin` on every prepare).
 
@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
-use crate::env::Env;
+use crate::build_script::Env;
 use crate::error::{Error, Result, git_error, io_error};
-use crate::git_cli::GitCli;
-use crate::patch::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK};
-use crate::state::{Entry, PathState};
+use crate::prepare::git_cli::GitCli;
+use crate::prepare::patch::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK};
+use crate::prepare::state::{Entry, PathState};
+use crate::util::join;
 
 /// How a preparation may reach the network.
 pub(crate) enum Network<'e> {
@@ -46,7 +47,7 @@ impl Network<'_> {
 /// Opens the checkout at `root`; `None` when there is none yet (missing or empty directory).
 pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
     match std::fs::read_dir(root) {
-        Err(e) if crate::state::is_absent(&e) => return Ok(None),
+        Err(e) if crate::util::is_absent(&e) => return Ok(None),
         Err(e) => return Err(io_error("read the checkout directory", root)(e)),
         Ok(mut entries) => {
             if entries.next().is_none() {
@@ -100,7 +101,7 @@ pub(crate) fn clone_superproject(net: &Network, url: &str, root: &Path) -> Resul
     )?;
     // The `preparing` marker travels with the rename: a run killed before the tree is written
     // finds it and recovers, instead of taking the unwritten tree for local edits.
-    crate::stamp::QolaDir::new(&partial.join(".git")).write_marker("clone")?;
+    crate::prepare::stamp::QolaDir::new(&partial.join(".git")).write_marker("clone")?;
     if root.exists() {
         // `open_checkout` saw no checkout here: at most an empty directory.
         std::fs::remove_dir(root).map_err(io_error("replace the empty directory", root))?;
@@ -353,15 +354,6 @@ pub(crate) struct Pinned {
     pub repos: Vec<PinnedRepo>,
 }
 
-/// `prefix/path`, or `path` for the superproject's empty prefix.
-pub(crate) fn join(prefix: &str, path: &str) -> String {
-    if prefix.is_empty() {
-        path.to_string()
-    } else {
-        format!("{prefix}/{path}")
-    }
-}
-
 /// Normalizes git's file modes (100664 is an old spelling of 100644).
 fn normalize_mode(mode: i32) -> u32 {
     match mode as u32 {
@@ -413,7 +405,7 @@ fn submodule_config(
         .map_err(git_error("read .gitmodules", workdir))?;
     // git2 parses config files only from disk: give it a private copy beside the checkout (where
     // its lock is), never inside it.
-    let copy = crate::lock::lock_path(root)
+    let copy = crate::prepare::lock::lock_path(root)
         .with_extension(format!("gitmodules-{}-{commit}", std::process::id()));
     std::fs::write(&copy, blob.content()).map_err(io_error("write", &copy))?;
     let config = git2::Config::open(&copy).map_err(git_error("parse .gitmodules", &copy));
@@ -607,7 +599,7 @@ impl Pinned {
         let mut files = Vec::new();
         tree.walk(TreeWalkMode::PreOrder, |parent, e| {
             if e.kind() != Some(ObjectType::Tree) {
-                let name = crate::tree_path::key(e.name_bytes());
+                let name = crate::prepare::tree_path::key(e.name_bytes());
                 files.push(format!("{dir}/{parent}{name}"));
             }
             TreeWalkResult::Ok
@@ -686,7 +678,7 @@ impl Pinned {
             .deltas()
             .filter_map(|d| d.new_file().path().or(d.old_file().path()))
             .map(|p| {
-                let rel = crate::tree_path::key(p.as_os_str().as_encoded_bytes());
+                let rel = crate::prepare::tree_path::key(p.as_os_str().as_encoded_bytes());
                 join(&r.path, &rel)
             })
             .collect())
@@ -704,7 +696,7 @@ fn tree_entry(
         .find_commit(commit)
         .and_then(|c| c.tree())
         .map_err(git_error(&format!("read the tree of {commit}"), workdir))?;
-    match tree.get_path(&crate::tree_path::as_path(rel)) {
+    match tree.get_path(&crate::prepare::tree_path::as_path(rel)) {
         Ok(entry) => Ok(Some(entry)),
         Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
         Err(e) => Err(git_error(&format!("look up {rel}"), workdir)(e)),

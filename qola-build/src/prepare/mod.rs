@@ -36,28 +36,46 @@
 //! Only when the snapshot does not match does the full fingerprint scan (one libgit2 status per
 //! repository, in parallel) decide. Neither writes in the checkout: not the index, not the stamp.
 
+pub(crate) mod checkout;
+mod diff;
+mod fingerprint;
+pub(crate) mod git_cli;
+mod index_file;
+mod key;
+mod lock;
+mod patch;
+pub(crate) mod report;
+pub(crate) mod settings;
+mod snapshot;
+pub(crate) mod stamp;
+pub(crate) mod state;
+mod sync;
+mod tree_path;
+mod untracked;
+
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::cargo::Directives;
-use crate::checkout::{
+use crate::build_script::Directives;
+use crate::build_script::Env;
+use crate::error::{Error, Result};
+use crate::prepare::checkout::{
     Network, Pinned, Pristine, clone_superproject, open_checkout, remove_partial_clones,
     resolve_commit,
 };
-use crate::diff::{Change, render};
-use crate::env::Env;
-use crate::error::{Error, Result};
-use crate::fingerprint::{TreeScan, fingerprint_of, scan};
-use crate::key::KeyComponents;
-use crate::lock::lock_checkout;
-use crate::options::{Prepare, Settings};
-use crate::patch::{Applied, FileContent, PristineTree, apply_series, load_series};
-use crate::report::{Action, Preparation, Reason, ReasonKind};
-use crate::snapshot::Snapshot;
-use crate::stamp::{QolaDir, Stamp, unix_now, write_atomic};
-use crate::state::{Entry, PathState, workdir_content, workdir_entry};
-use crate::sync::{Target, sync};
-use crate::tree_path::{on_disk, shown};
-use crate::untracked::untracked;
+use crate::prepare::diff::{Change, render};
+use crate::prepare::fingerprint::{TreeScan, fingerprint_of, scan};
+use crate::prepare::key::KeyComponents;
+use crate::prepare::lock::lock_checkout;
+use crate::prepare::patch::{Applied, FileContent, PristineTree, apply_series, load_series};
+use crate::prepare::report::{Action, Preparation, Reason, ReasonKind};
+use crate::prepare::settings::{Prepare, Settings};
+use crate::prepare::snapshot::Snapshot;
+use crate::prepare::stamp::{QolaDir, Stamp};
+use crate::prepare::state::{Entry, PathState, workdir_content, workdir_entry};
+use crate::prepare::sync::{Target, sync};
+use crate::prepare::tree_path::{on_disk, shown};
+use crate::prepare::untracked::untracked;
+use crate::util::{short_id, unix_now, write_atomic};
 
 /// How many differing paths the skip warning names.
 const SKIP_LIST_LIMIT: usize = 10;
@@ -592,7 +610,7 @@ fn decide(settings: &Settings, env: &Env, directives: &Directives, mode: Mode) -
         });
     }
     qola_dir.write_stamp(&Stamp {
-        schema: crate::key::SCHEMA,
+        schema: crate::prepare::key::SCHEMA,
         key,
         components,
         fingerprint: expected_fingerprint.clone(),
@@ -722,8 +740,8 @@ fn tree_reasons(
                     ReasonKind::HeadMoved,
                     format!(
                         "HEAD of {name} moved to {} (pinned {}); the old HEAD is kept as refs/qola/kept/{head}",
-                        &head[..12.min(head.len())],
-                        &repo.commit.to_string()[..12]
+                        short_id(head),
+                        short_id(&repo.commit.to_string())
                     ),
                 ));
             }
@@ -758,12 +776,12 @@ fn name_some(items: &[String], limit: usize) -> String {
 }
 
 /// The name of a patch of the series that touches `path`, for messages.
-fn patch_touching(series: &crate::patch::Series, path: &str) -> String {
+fn patch_touching(series: &crate::prepare::patch::Series, path: &str) -> String {
     series
         .patches
         .iter()
         .find(|p| {
-            crate::patch::parse_patch(&p.name, &p.bytes).is_ok_and(|parsed| {
+            crate::prepare::patch::parse_patch(&p.name, &p.bytes).is_ok_and(|parsed| {
                 parsed.files.iter().any(|f| {
                     f.new_path.as_deref() == Some(path) || f.old_path.as_deref() == Some(path)
                 })
@@ -836,7 +854,7 @@ mod tests {
     #[test]
     fn lock_file_is_outside_the_checkout() {
         let root = std::path::Path::new("/cache/checkouts/aiter-0123");
-        assert!(!crate::lock::lock_path(root).starts_with(root));
+        assert!(!crate::prepare::lock::lock_path(root).starts_with(root));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cargo::Directives;
-use crate::env::Env;
+use crate::build_script::Directives;
+use crate::build_script::Env;
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 

@@ -1,0 +1,8 @@
+//! The build-script context: Cargo's directives (`cargo:rerun-if-*`, warnings) and the
+//! environment, read only through [`Env`], which tells Cargo about every variable it reads.
+
+mod directives;
+mod env;
+
+pub(crate) use directives::Directives;
+pub(crate) use env::Env;

@@ -1,0 +1,75 @@
+//! One cached compiler probe: compile an empty kernel with some arguments, once per compiler
+//! identity and arguments, and remember the answer in qola's cache (`<cache>/probes/`). Used to
+//! check architectures ([`super::archs`]) and `-mllvm` flags (AITER's recipes).
+
+use std::path::Path;
+use std::process::Command;
+
+use super::toolchain::HipToolchain;
+use crate::error::{Error, Result, io_error};
+use crate::util::write_atomic;
+
+/// What the compiler said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ProbeAnswer {
+    /// It compiled the empty kernel.
+    Accepted,
+    /// It refused, with its standard error.
+    Rejected(String),
+}
+
+/// Compiles an empty kernel with `command` (program first, then every argument but the source
+/// and `-o`), or reads the answer kept for the same `toolchain` and `command` under `cache`.
+/// `scratch` holds the probe's files.
+pub(crate) fn probe(
+    toolchain: &HipToolchain,
+    command: &[String],
+    cache: Option<&Path>,
+    scratch: &Path,
+) -> Result<ProbeAnswer> {
+    let key =
+        blake3::hash(format!("{}\0{}", toolchain.identity, command.join("\0")).as_bytes()).to_hex();
+    let record = cache.map(|c| c.join("probes").join(&key[..24]));
+    if let Some(known) = record
+        .as_ref()
+        .and_then(|r| std::fs::read_to_string(r).ok())
+    {
+        return Ok(match known.strip_prefix("rejected\n") {
+            Some(stderr) => ProbeAnswer::Rejected(stderr.to_string()),
+            None => ProbeAnswer::Accepted,
+        });
+    }
+    std::fs::create_dir_all(scratch).map_err(io_error("create", scratch))?;
+    let source = scratch.join("qola-probe.hip");
+    write_atomic(
+        &source,
+        b"#include <hip/hip_runtime.h>\n__global__ void qola_probe() {}\n",
+    )?;
+    let object = scratch.join(format!("qola-probe-{}.o", &key[..12]));
+    let output = Command::new(&command[0])
+        .args(&command[1..])
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .map_err(|e| Error::HipCompilerUnusable {
+            path: toolchain.path.clone(),
+            why: format!("cannot run it: {e}"),
+        })?;
+    let _ = std::fs::remove_file(&object);
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    // clang warns about some unknown `-mllvm` options and still succeeds.
+    let answer = if output.status.success() && !stderr.contains("Unknown command line argument") {
+        ProbeAnswer::Accepted
+    } else {
+        ProbeAnswer::Rejected(stderr)
+    };
+    if let Some(record) = &record {
+        let text = match &answer {
+            ProbeAnswer::Accepted => "accepted\n".to_string(),
+            ProbeAnswer::Rejected(stderr) => format!("rejected\n{stderr}"),
+        };
+        write_atomic(record, text.as_bytes())?;
+    }
+    Ok(answer)
+}

@@ -5,8 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::prepare::patch::Series;
-use crate::prepare::report::{Reason, ReasonKind};
-use crate::util::short_id;
+use crate::prepare::why::Why;
 
 /// Version of the key and stamp layout; bumping it makes every stamp count as absent.
 pub(crate) const SCHEMA: u32 = 1;
@@ -60,62 +59,49 @@ impl KeyComponents {
         blake3::hash(&json).to_hex().to_string()
     }
 
-    /// What changed from `old` to `self`, one reason per change.
-    pub(crate) fn changes_from(&self, old: &KeyComponents) -> Vec<Reason> {
-        let mut reasons = Vec::new();
+    /// What changed from `old` to `self`, one cause per change.
+    pub(crate) fn changes_from(&self, old: &KeyComponents) -> Vec<Why> {
+        let mut whys = Vec::new();
         if old.qola_version != self.qola_version || old.schema != self.schema {
-            reasons.push(Reason::new(
-                ReasonKind::QolaVersion,
-                format!(
-                    "qola-build changed: {} → {}",
-                    old.qola_version, self.qola_version
-                ),
-            ));
+            whys.push(Why::QolaVersion {
+                old: old.qola_version.clone(),
+                new: self.qola_version.clone(),
+            });
         }
         if old.url != self.url {
-            reasons.push(Reason::new(
-                ReasonKind::ManifestField,
-                format!("aiter_url changed: {} → {}", old.url, self.url),
-            ));
+            whys.push(Why::Url {
+                old: old.url.clone(),
+                new: self.url.clone(),
+            });
         }
         if old.commit != self.commit {
-            reasons.push(Reason::new(
-                ReasonKind::Commit,
-                format!(
-                    "AITER commit changed: {} → {}",
-                    short_id(&old.commit),
-                    short_id(&self.commit)
-                ),
-            ));
+            whys.push(Why::Commit {
+                old: old.commit.clone(),
+                new: self.commit.clone(),
+            });
         }
-        reasons.extend(patch_changes(&old.patches, &self.patches));
-        reasons
+        whys.extend(patch_changes(&old.patches, &self.patches));
+        whys
     }
 }
 
 /// Patches added, removed, changed, renamed or reordered between two series.
-fn patch_changes(old: &[PatchId], new: &[PatchId]) -> Vec<Reason> {
-    let mut reasons = Vec::new();
+fn patch_changes(old: &[PatchId], new: &[PatchId]) -> Vec<Why> {
+    let mut whys = Vec::new();
     let find = |list: &[PatchId], name: &str| list.iter().position(|p| p.name == name);
     for p in new {
         match find(old, &p.name) {
-            Some(i) if old[i].blake3 != p.blake3 => reasons.push(Reason::new(
-                ReasonKind::PatchChanged,
-                format!("patch changed: {}", p.name),
-            )),
+            Some(i) if old[i].blake3 != p.blake3 => whys.push(Why::PatchChanged(p.name.clone())),
             Some(_) => {}
             None => match old
                 .iter()
                 .find(|o| o.blake3 == p.blake3 && find(new, &o.name).is_none())
             {
-                Some(o) => reasons.push(Reason::new(
-                    ReasonKind::PatchRenamed,
-                    format!("patch renamed: {} → {}", o.name, p.name),
-                )),
-                None => reasons.push(Reason::new(
-                    ReasonKind::PatchAdded,
-                    format!("patch added: {}", p.name),
-                )),
+                Some(o) => whys.push(Why::PatchRenamed {
+                    old: o.name.clone(),
+                    new: p.name.clone(),
+                }),
+                None => whys.push(Why::PatchAdded(p.name.clone())),
             },
         }
     }
@@ -124,20 +110,14 @@ fn patch_changes(old: &[PatchId], new: &[PatchId]) -> Vec<Reason> {
             .iter()
             .any(|p| p.blake3 == o.blake3 && find(old, &p.name).is_none());
         if find(new, &o.name).is_none() && !renamed {
-            reasons.push(Reason::new(
-                ReasonKind::PatchRemoved,
-                format!("patch removed: {}", o.name),
-            ));
+            whys.push(Why::PatchRemoved(o.name.clone()));
         }
     }
     let order = |list: &[PatchId]| list.iter().map(|p| p.blake3.clone()).collect::<Vec<_>>();
-    if order(old) != order(new) && reasons.iter().all(|r| r.kind == ReasonKind::PatchRenamed) {
-        reasons.push(Reason::new(
-            ReasonKind::PatchRenamed,
-            "the series order changed".to_string(),
-        ));
+    if order(old) != order(new) && whys.iter().all(|w| matches!(w, Why::PatchRenamed { .. })) {
+        whys.push(Why::SeriesReordered);
     }
-    reasons
+    whys
 }
 
 #[cfg(test)]
@@ -156,9 +136,11 @@ mod tests {
     fn kinds(old: &[(&str, &str)], new: &[(&str, &str)]) -> Vec<ReasonKind> {
         patch_changes(&ids(old), &ids(new))
             .into_iter()
-            .map(|r| r.kind)
+            .map(|w| w.reason().kind)
             .collect()
     }
+
+    use crate::prepare::report::ReasonKind;
 
     #[test]
     fn each_patch_change_has_its_reason() {

@@ -1,0 +1,450 @@
+//! The decision, as a value: what the observed tree needs ([`decide`], a pure function of
+//! [`Facts`]), before anything acts on it.
+//!
+//! The table it implements is in the crate docs. In short: a tree proved to be the prepared state
+//! for the current key is up to date; otherwise every candidate path is classified (prepared,
+//! back at the pinned commit, or a local edit: content, in the work tree or staged, that differs
+//! from every state qola or git put there); local edits refuse the run unless it is forced or
+//! recovers an interrupted one; the rest prepares, naming why, and adopts a tree that already is
+//! the prepared state.
+
+use crate::prepare::report::Action;
+use crate::prepare::state::PathState;
+use crate::prepare::why::Why;
+
+/// How the checkout was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Checkout {
+    /// None at the root (status: prepare would clone).
+    Missing,
+    /// Cloned by this run: its work tree is still empty.
+    Cloned,
+    /// There, as the user left it.
+    Present,
+}
+
+/// What the stamp says about the last preparation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StampFacts {
+    /// None: the first preparation of this checkout.
+    Missing,
+    /// Corrupt or from another qola.
+    Unreadable,
+    /// The key's components changed this way since (empty: the same key).
+    Present(Vec<Why>),
+}
+
+/// One repository of the pinned state, as the tree has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RepoFacts {
+    /// Its path ("" for AITER).
+    pub path: String,
+    /// Its `HEAD` now (`None`: not checked out).
+    pub head: Option<String>,
+    /// The commit the pinned state records for it.
+    pub pinned: String,
+}
+
+/// One candidate path: every state it has or had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PathFacts {
+    /// Superproject-relative key.
+    pub path: String,
+    /// Its work-tree state now.
+    pub now: PathState,
+    /// Its prepared state.
+    pub prepared: PathState,
+    /// Its state at the pinned commit.
+    pub at_pin: PathState,
+    /// Every other state qola or git put there (the stamp's, an old pin's, `HEAD`'s).
+    pub known: Vec<PathState>,
+    /// Its index entry, when staged apart from the work tree.
+    pub staged: Option<PathState>,
+    /// The series changes it.
+    pub patched: bool,
+    /// The last preparation had patched it (or there is no stamp to say).
+    pub was_patched: bool,
+    /// Its repository is checked out (a deinit-ed submodule is not).
+    pub repo_checked_out: bool,
+}
+
+/// Everything the decision needs, gathered by `observe`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Facts {
+    /// The checkout.
+    pub checkout: Checkout,
+    /// A `preparing` marker was left by an interrupted run.
+    pub interrupted: bool,
+    /// `QOLA_FORCE_PREPARE=1`.
+    pub force: bool,
+    /// The stamp.
+    pub stamp: StampFacts,
+    /// The snapshot or the fingerprint proved the tree is the prepared state for this key.
+    pub unchanged: bool,
+    /// The fingerprint of the tree differs from the prepared state's.
+    pub differs: bool,
+    /// The repositories (superproject first).
+    pub repos: Vec<RepoFacts>,
+    /// The candidate paths.
+    pub paths: Vec<PathFacts>,
+}
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Nothing: the tree is the prepared state.
+    UpToDate,
+    /// Clone first (no checkout), then decide on the clone.
+    Clone,
+    /// Local edits: change nothing.
+    Refuse {
+        /// Why the tree is not the prepared state.
+        whys: Vec<Why>,
+        /// The edited paths.
+        edited: Vec<String>,
+    },
+    /// Write the prepared state.
+    Prepare(Plan),
+}
+
+/// A preparation to carry out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// `clone`, `recover`, `forced` or `resync`.
+    pub action: Action,
+    /// Why.
+    pub whys: Vec<Why>,
+    /// Paths to save before writing (forced: local edits; recover: what the run left).
+    pub edited: Vec<String>,
+    /// Of those, content staged apart from the work tree (saved separately).
+    pub staged: Vec<(String, PathState)>,
+}
+
+/// A candidate path, judged.
+#[derive(Debug, Default)]
+struct Verdicts {
+    edited: Vec<String>,
+    staged: Vec<(String, PathState)>,
+    reverted: Vec<String>,
+    differing: Vec<String>,
+}
+
+/// The decision for `facts` (pure).
+pub(crate) fn decide(facts: &Facts) -> Decision {
+    if facts.checkout == Checkout::Missing {
+        return Decision::Clone;
+    }
+    if facts.unchanged {
+        return Decision::UpToDate;
+    }
+    let cloned = facts.checkout == Checkout::Cloned;
+    let verdicts = judge(facts, cloned);
+    let mut whys = Vec::new();
+    if facts.interrupted {
+        whys.push(Why::Interrupted);
+    }
+    if !cloned {
+        whys.extend(tree_whys(facts, &verdicts.reverted));
+        if whys.is_empty() && facts.differs {
+            whys.push(Why::Differs(verdicts.differing.clone()));
+        }
+    }
+    if !verdicts.edited.is_empty() && !facts.force && !facts.interrupted {
+        return Decision::Refuse {
+            whys,
+            edited: verdicts.edited,
+        };
+    }
+    let heads_at_pin = facts
+        .repos
+        .iter()
+        .all(|r| r.head.as_deref() == Some(r.pinned.as_str()));
+    if !cloned && verdicts.differing.is_empty() && heads_at_pin {
+        whys.push(Why::Adopted);
+    }
+    let action = if cloned {
+        Action::Clone
+    } else if facts.interrupted {
+        Action::Recover
+    } else if facts.force {
+        Action::Forced
+    } else {
+        Action::Resync
+    };
+    Decision::Prepare(Plan {
+        action,
+        whys,
+        edited: verdicts.edited,
+        staged: verdicts.staged,
+    })
+}
+
+/// Classifies every candidate path.
+fn judge(facts: &Facts, cloned: bool) -> Verdicts {
+    let mut verdicts = Verdicts::default();
+    for p in &facts.paths {
+        if p.now != p.prepared {
+            verdicts.differing.push(p.path.clone());
+            // Back at the pinned commit although the previous preparation had patched it.
+            if p.now == p.at_pin && p.patched && p.was_patched {
+                verdicts.reverted.push(p.path.clone());
+            }
+        }
+        let known = |state: &PathState| {
+            *state == p.prepared || *state == p.at_pin || p.known.contains(state)
+        };
+        // After an interrupted run, a missing file is one it had not written yet; in a
+        // repository that is not checked out, one never checked out: restoring it loses nothing.
+        let unwritten = (facts.interrupted || !p.repo_checked_out) && p.now.is_none();
+        // Content staged apart from the work tree is the user's too.
+        let staged = p.staged.as_ref().filter(|s| **s != p.now && !known(s));
+        if let Some(staged) = staged {
+            verdicts.staged.push((p.path.clone(), staged.clone()));
+        }
+        if !cloned && !unwritten && (!known(&p.now) || staged.is_some()) {
+            verdicts.edited.push(p.path.clone());
+        }
+    }
+    verdicts
+}
+
+/// Why the tree is not the prepared state: the key's changes, moved or missing repositories,
+/// lost patches.
+fn tree_whys(facts: &Facts, reverted: &[String]) -> Vec<Why> {
+    let mut whys = match &facts.stamp {
+        StampFacts::Missing => vec![Why::NoStamp],
+        StampFacts::Unreadable => vec![Why::UnreadableStamp],
+        StampFacts::Present(changes) => changes.clone(),
+    };
+    let commit_changed = whys.iter().any(|w| matches!(w, Why::Commit { .. }));
+    for repo in &facts.repos {
+        match &repo.head {
+            None => whys.push(Why::SubmoduleMissing(repo.path.clone())),
+            Some(head) if *head != repo.pinned && !commit_changed => whys.push(Why::HeadMoved {
+                repo: repo.path.clone(),
+                head: head.clone(),
+                pinned: repo.pinned.clone(),
+            }),
+            Some(_) => {}
+        }
+    }
+    if !reverted.is_empty() {
+        whys.push(Why::PatchReverted(reverted.to_vec()));
+    }
+    whys
+}
+
+#[cfg(test)]
+mod tests {
+    //! The decision table, row by row, on constructed facts (no git).
+
+    use super::*;
+    use crate::prepare::state::Entry;
+
+    fn state(id: &str) -> PathState {
+        Some(Entry {
+            mode: 0o100644,
+            id: id.repeat(40 / id.len()),
+        })
+    }
+
+    /// A prepared path: the series patched it, the tree has the prepared content.
+    fn patched(path: &str, now: PathState) -> PathFacts {
+        PathFacts {
+            path: path.to_string(),
+            now,
+            prepared: state("b"),
+            at_pin: state("a"),
+            known: Vec::new(),
+            staged: None,
+            patched: true,
+            was_patched: true,
+            repo_checked_out: true,
+        }
+    }
+
+    fn repo(path: &str, head: Option<&str>) -> RepoFacts {
+        RepoFacts {
+            path: path.to_string(),
+            head: head.map(String::from),
+            pinned: "p".repeat(40),
+        }
+    }
+
+    fn facts(paths: Vec<PathFacts>) -> Facts {
+        Facts {
+            checkout: Checkout::Present,
+            interrupted: false,
+            force: false,
+            stamp: StampFacts::Present(Vec::new()),
+            unchanged: false,
+            differs: true,
+            repos: vec![repo("", Some(&"p".repeat(40)))],
+            paths,
+        }
+    }
+
+    fn plan(decision: Decision) -> Plan {
+        match decision {
+            Decision::Prepare(plan) => plan,
+            other => panic!("expected a preparation, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_checkout_clones() {
+        let f = Facts {
+            checkout: Checkout::Missing,
+            ..facts(Vec::new())
+        };
+        assert_eq!(decide(&f), Decision::Clone);
+    }
+
+    #[test]
+    fn a_tree_proved_unchanged_is_up_to_date() {
+        let f = Facts {
+            unchanged: true,
+            ..facts(vec![patched("f", state("b"))])
+        };
+        assert_eq!(decide(&f), Decision::UpToDate);
+    }
+
+    #[test]
+    fn a_fresh_clone_prepares_without_calling_missing_files_edits() {
+        let f = Facts {
+            checkout: Checkout::Cloned,
+            stamp: StampFacts::Missing,
+            ..facts(vec![patched("f", None)])
+        };
+        let p = plan(decide(&f));
+        assert_eq!(p.action, Action::Clone);
+        assert!(p.edited.is_empty() && p.whys.is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn a_path_back_at_the_pinned_commit_resyncs_as_a_reverted_patch() {
+        let p = plan(decide(&facts(vec![patched("f", state("a"))])));
+        assert_eq!(p.action, Action::Resync);
+        assert_eq!(p.whys, vec![Why::PatchReverted(vec!["f".to_string()])]);
+    }
+
+    #[test]
+    fn a_changed_key_resyncs_with_its_reasons() {
+        let change = Why::PatchAdded("0004.patch".to_string());
+        let f = Facts {
+            stamp: StampFacts::Present(vec![change.clone()]),
+            ..facts(vec![patched("f", state("a"))])
+        };
+        let p = plan(decide(&f));
+        assert_eq!(p.whys[0], change);
+    }
+
+    #[test]
+    fn a_tree_that_already_is_the_new_prepared_state_is_adopted() {
+        let f = Facts {
+            stamp: StampFacts::Present(vec![Why::PatchAdded("0004.patch".to_string())]),
+            ..facts(vec![patched("f", state("b"))])
+        };
+        let p = plan(decide(&f));
+        assert_eq!(p.action, Action::Resync);
+        assert_eq!(p.whys.last(), Some(&Why::Adopted));
+    }
+
+    #[test]
+    fn a_local_edit_refuses_and_names_the_path() {
+        let d = decide(&facts(vec![patched("f", state("e"))]));
+        assert!(
+            matches!(&d, Decision::Refuse { edited, .. } if edited == &["f".to_string()]),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn content_known_from_the_stamp_or_head_is_not_an_edit() {
+        let mut path = patched("f", state("e"));
+        path.known = vec![state("e")];
+        let p = plan(decide(&facts(vec![path])));
+        assert!(p.edited.is_empty());
+    }
+
+    #[test]
+    fn staged_content_apart_from_the_work_tree_is_an_edit() {
+        let mut path = patched("f", state("b"));
+        path.staged = Some(state("s"));
+        let d = decide(&facts(vec![path]));
+        assert!(matches!(d, Decision::Refuse { .. }), "{d:?}");
+        let f = Facts {
+            force: true,
+            ..facts(vec![{
+                let mut p = patched("f", state("b"));
+                p.staged = Some(state("s"));
+                p
+            }])
+        };
+        let p = plan(decide(&f));
+        assert_eq!(p.action, Action::Forced);
+        assert_eq!(p.staged, vec![("f".to_string(), state("s"))]);
+    }
+
+    #[test]
+    fn forced_saves_the_edits_then_prepares() {
+        let f = Facts {
+            force: true,
+            ..facts(vec![patched("f", state("e"))])
+        };
+        let p = plan(decide(&f));
+        assert_eq!(p.action, Action::Forced);
+        assert_eq!(p.edited, vec!["f".to_string()]);
+    }
+
+    #[test]
+    fn an_interrupted_run_recovers_and_saves_what_it_left() {
+        let f = Facts {
+            interrupted: true,
+            ..facts(vec![patched("f", state("half")), patched("g", None)])
+        };
+        let p = plan(decide(&f));
+        assert_eq!(p.action, Action::Recover);
+        assert_eq!(p.whys[0], Why::Interrupted);
+        // A missing file is one it had not written yet, not an edit.
+        assert_eq!(p.edited, vec!["f".to_string()]);
+    }
+
+    #[test]
+    fn a_missing_file_of_a_repository_not_checked_out_is_not_an_edit() {
+        let mut path = patched("ck/f", None);
+        path.repo_checked_out = false;
+        let mut f = facts(vec![path]);
+        f.repos.push(repo("ck", None));
+        let p = plan(decide(&f));
+        assert_eq!(p.action, Action::Resync);
+        assert!(p.whys.contains(&Why::SubmoduleMissing("ck".to_string())));
+    }
+
+    #[test]
+    fn a_moved_head_resyncs_and_names_both_commits() {
+        let mut f = facts(vec![patched("f", state("b"))]);
+        f.repos[0].head = Some("m".repeat(40));
+        let p = plan(decide(&f));
+        assert!(matches!(&p.whys[0], Why::HeadMoved { head, .. } if head.starts_with('m')));
+        assert!(!p.whys.contains(&Why::Adopted), "HEAD must move back first");
+    }
+
+    #[test]
+    fn a_difference_nothing_else_explains_is_named() {
+        let mut path = patched("f", state("a"));
+        path.was_patched = false;
+        let p = plan(decide(&facts(vec![path])));
+        assert_eq!(p.whys, vec![Why::Differs(vec!["f".to_string()])]);
+    }
+
+    #[test]
+    fn an_unreadable_stamp_is_a_reason_not_an_error() {
+        let f = Facts {
+            stamp: StampFacts::Unreadable,
+            ..facts(vec![patched("f", state("b"))])
+        };
+        let p = plan(decide(&f));
+        assert_eq!(p.whys[0], Why::UnreadableStamp);
+    }
+}

@@ -1,0 +1,262 @@
+//! Carrying out a decision: the only place where a preparation writes in the checkout.
+//!
+//! In order: save what must not be lost (local edits of a forced run, what an interrupted run
+//! left, staged content), drop the snapshot, write the `preparing` marker, connect the
+//! repositories (origin URLs, submodule links), sync the work tree (see the `sync` module), take a
+//! new snapshot, verify the tree's fingerprint, write the stamp and the snapshot, and clear the
+//! marker.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::prepare::decision::Plan;
+use crate::prepare::diff::{Change, render};
+use crate::prepare::fingerprint::scan;
+use crate::prepare::observe::{Context, Observed, PinnedTree};
+use crate::prepare::patch::{Series, parse_patch};
+use crate::prepare::report::{Action, Preparation, Reason, ReasonKind};
+use crate::prepare::snapshot::Snapshot;
+use crate::prepare::stamp::Stamp;
+use crate::prepare::state::workdir_content;
+use crate::prepare::sync::{Target, sync};
+use crate::prepare::tree_path::on_disk;
+use crate::prepare::why::{LIST_LIMIT, name_some};
+use crate::util::{unix_now, write_atomic};
+
+/// Writes the prepared state as `plan` says; `report` is the status's report, completed here.
+pub(crate) fn execute(
+    ctx: &Context,
+    observed: Observed,
+    plan: &Plan,
+    mut report: Preparation,
+) -> Result<Preparation> {
+    let settings = ctx.settings;
+    let root = &settings.root;
+    let directives = ctx.directives;
+    let mut tree = observed
+        .tree
+        .expect("a preparation is decided on the pinned tree");
+    if !plan.edited.is_empty() {
+        save_edits(ctx, &tree, plan, &mut report)?;
+    }
+    let snapshot_file = settings.cache.as_ref().map(|c| Snapshot::file(c, root));
+    if let Some(file) = &snapshot_file {
+        keep_cache_going(Snapshot::remove(file), &mut report, ctx);
+    }
+    tree.qola_dir.write_marker(&observed.key)?;
+    tree.pinned.attach(root)?;
+    let pinned_heads = tree.pinned.heads();
+    let mut targets = BTreeMap::new();
+    for path in &tree.candidates {
+        targets.insert(
+            path.clone(),
+            Target {
+                content: tree.expected_content(path)?,
+                pinned: tree.pinned.state_at(&pinned_heads, path)?.flatten(),
+                observed: tree.current.get(path).cloned(),
+            },
+        );
+    }
+    let patch_for = |path: &str| patch_touching(&ctx.series, path);
+    let synced = sync(
+        root,
+        &tree.pinned,
+        &targets,
+        &patch_for,
+        tree.qola_dir.backup_dir(unix_now()),
+    )?;
+    for (paths, kind, what) in [
+        (
+            &synced.moved_aside,
+            ReasonKind::MovedAside,
+            "in the way, moved",
+        ),
+        (
+            &synced.changed_meanwhile,
+            ReasonKind::ChangedMeanwhile,
+            "changed while qola was deciding, saved",
+        ),
+    ] {
+        if let (false, Some(dir)) = (paths.is_empty(), &synced.backup) {
+            let message = format!(
+                "{} path(s) {what} to {}: {}",
+                paths.len(),
+                dir.display(),
+                name_some(paths, LIST_LIMIT)
+            );
+            directives.warning(&format!("{}: {message}", root.display()));
+            report.reasons.push(Reason::new(kind, message));
+            report.backup.get_or_insert(dir.clone());
+        }
+    }
+
+    let repo_paths: Vec<String> = tree.pinned.repos.iter().map(|r| r.path.clone()).collect();
+    let snapshot = snapshot_file
+        .as_ref()
+        .and_then(|_| Snapshot::take(root, &repo_paths, &observed.key));
+    let expected_fingerprint = observed
+        .expected_fingerprint
+        .expect("a preparation knows the prepared fingerprint");
+    verify(&tree, &pinned_heads, &expected_fingerprint, root)?;
+    tree.qola_dir.write_stamp(&Stamp {
+        schema: crate::prepare::key::SCHEMA,
+        key: observed.key,
+        components: observed
+            .components
+            .expect("a preparation has the key's components"),
+        fingerprint: expected_fingerprint.clone(),
+        heads: pinned_heads,
+        paths: tree.expected_paths,
+        prepared_at: unix_now(),
+        action: plan.action.as_str().to_string(),
+    })?;
+    if let (Some(snapshot), Some(file)) = (snapshot, &snapshot_file) {
+        keep_cache_going(snapshot.write(file), &mut report, ctx);
+    }
+    tree.qola_dir.clear_marker()?;
+    for warning in &tree.applied.offsets {
+        directives.warning(warning);
+    }
+    report.fingerprint = expected_fingerprint;
+    Ok(report)
+}
+
+/// Keeps the snapshot that the scan proved right (`up-to-date` in `prepare`): nothing is written
+/// in the checkout, only in qola's cache.
+pub(crate) fn keep_renewed_snapshot(
+    ctx: &Context,
+    observed: &mut Observed,
+    report: &mut Preparation,
+) {
+    if let (Some(snap), Some(cache)) = (observed.renewed_snapshot.take(), &ctx.settings.cache) {
+        let file = Snapshot::file(cache, &ctx.settings.root);
+        keep_cache_going(snap.write(&file), report, ctx);
+    }
+}
+
+/// Saves, before anything is written: local edits when forced; after an interrupted run, what
+/// differs from every known state (half-written by that run, or edited since); staged content
+/// apart from the work tree, in a patch of its own.
+fn save_edits(
+    ctx: &Context,
+    tree: &PinnedTree,
+    plan: &Plan,
+    report: &mut Preparation,
+) -> Result<()> {
+    let root = &ctx.settings.root;
+    let mut changes = Vec::new();
+    for path in &plan.edited {
+        changes.push(Change {
+            path: path.clone(),
+            from: tree.expected_content(path)?,
+            to: workdir_content(&on_disk(root, path))?,
+        });
+    }
+    let backup = tree.qola_dir.backup_path(unix_now());
+    write_atomic(&backup, &render(&changes))?;
+    let staged_backup = backup.with_extension("staged.patch");
+    if !plan.staged.is_empty() {
+        let mut changes = Vec::new();
+        for (path, state) in &plan.staged {
+            changes.push(Change {
+                path: path.clone(),
+                from: tree.expected_content(path)?,
+                to: tree.pinned.blob(path, state.as_ref())?,
+            });
+        }
+        write_atomic(&staged_backup, &render(&changes))?;
+    }
+    let (kind, what) = if plan.action == Action::Forced {
+        (ReasonKind::Forced, "local edits")
+    } else {
+        (
+            ReasonKind::Interrupted,
+            "files the interrupted run left half-written (or edited since)",
+        )
+    };
+    let mut message = format!(
+        "{what}: {} path(s) saved to {} (apply it with `git apply` or add it to the series), then replaced",
+        plan.edited.len(),
+        backup.display()
+    );
+    if !plan.staged.is_empty() {
+        message.push_str(&format!(
+            "; content staged in the index for {} of them saved to {}",
+            plan.staged.len(),
+            staged_backup.display()
+        ));
+    }
+    ctx.directives
+        .warning(&format!("{}: {message}", root.display()));
+    report.reasons.push(Reason::new(kind, message));
+    report.backup = Some(backup);
+    Ok(())
+}
+
+/// Checks that the tree now has the prepared state's fingerprint; names what differs if not.
+fn verify(
+    tree: &PinnedTree,
+    pinned_heads: &BTreeMap<String, Option<String>>,
+    expected: &str,
+    root: &std::path::Path,
+) -> Result<()> {
+    let submodules: Vec<String> = tree.pinned.repos[1..]
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    let after = scan(root, false, &submodules)?;
+    if after.fingerprint() == expected {
+        return Ok(());
+    }
+    let expected_paths = &tree.expected_paths;
+    let differing: Vec<String> = after
+        .paths
+        .iter()
+        .filter(|(p, s)| expected_paths.get(*p) != Some(*s))
+        .map(|(p, _)| p.clone())
+        .chain(
+            expected_paths
+                .keys()
+                .filter(|p| !after.paths.contains_key(*p))
+                .cloned(),
+        )
+        .chain(
+            after
+                .heads
+                .iter()
+                .filter(|(r, h)| pinned_heads.get(*r) != Some(*h))
+                .map(|(r, _)| format!("HEAD of {}", if r.is_empty() { "." } else { r })),
+        )
+        .collect();
+    Err(Error::Verify {
+        root: root.to_path_buf(),
+        paths: name_some(&differing, LIST_LIMIT),
+    })
+}
+
+/// qola's cache is an optimisation: a failure to use it is a warning, never a failed prepare.
+fn keep_cache_going(result: Result<()>, report: &mut Preparation, ctx: &Context) {
+    if let Err(e) = result {
+        let message = format!("qola's cache is not usable, so the next no-op check is slower: {e}");
+        ctx.directives.warning(&message);
+        report.warnings.push(message);
+    }
+}
+
+/// The name of a patch of the series that touches `path`, for messages.
+fn patch_touching(series: &Series, path: &str) -> String {
+    series
+        .patches
+        .iter()
+        .find(|p| {
+            parse_patch(&p.name, &p.bytes).is_ok_and(|parsed| {
+                parsed.files.iter().any(|f| {
+                    f.new_path.as_deref() == Some(path) || f.old_path.as_deref() == Some(path)
+                })
+            })
+        })
+        .map_or_else(
+            || "(restoring the pinned tree)".to_string(),
+            |p| p.name.clone(),
+        )
+}

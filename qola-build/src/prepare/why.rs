@@ -1,0 +1,200 @@
+//! Why a preparation acts, as data; [`Why::reason`] is the one place where it becomes words.
+
+use std::path::PathBuf;
+
+use crate::prepare::report::{Reason, ReasonKind};
+use crate::prepare::tree_path::shown;
+use crate::util::short_id;
+
+/// How many paths a message names before it counts the rest.
+pub(crate) const LIST_LIMIT: usize = 10;
+
+/// One cause of an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Why {
+    /// There was no checkout (`cloned`: prepare cloned it; else status says it will).
+    NoCheckout {
+        /// The checkout's root.
+        root: PathBuf,
+        /// The URL cloned from.
+        url: String,
+        /// Whether the clone happened (prepare) or would happen (status).
+        cloned: bool,
+    },
+    /// No stamp: the first preparation of this checkout.
+    NoStamp,
+    /// The stamp is corrupt or from another qola.
+    UnreadableStamp,
+    /// qola-build's version or the stamp schema changed.
+    QolaVersion {
+        /// The version that prepared the tree.
+        old: String,
+        /// This version.
+        new: String,
+    },
+    /// `aiter_url` changed.
+    Url {
+        /// The URL the tree was prepared from.
+        old: String,
+        /// The URL now.
+        new: String,
+    },
+    /// The resolved AITER commit changed.
+    Commit {
+        /// The commit the tree was prepared at.
+        old: String,
+        /// The commit now.
+        new: String,
+    },
+    /// A patch was added to the series.
+    PatchAdded(String),
+    /// A patch's bytes changed.
+    PatchChanged(String),
+    /// A patch was removed from the series.
+    PatchRemoved(String),
+    /// A patch was renamed.
+    PatchRenamed {
+        /// Its old name.
+        old: String,
+        /// Its new name.
+        new: String,
+    },
+    /// The series order changed.
+    SeriesReordered,
+    /// A previous preparation was interrupted.
+    Interrupted,
+    /// A repository's `HEAD` is not at its pinned commit.
+    HeadMoved {
+        /// The repository's path ("" for AITER).
+        repo: String,
+        /// Its `HEAD` now.
+        head: String,
+        /// Its pinned commit.
+        pinned: String,
+    },
+    /// A repository is not checked out.
+    SubmoduleMissing(String),
+    /// Paths of the prepared state are back at the pinned commit.
+    PatchReverted(Vec<String>),
+    /// Paths differ from the prepared state (nothing else explains it).
+    Differs(Vec<String>),
+    /// The tree already was the prepared state: only the stamp is written.
+    Adopted,
+    /// `status` cannot know without fetching.
+    FetchNeeded(String),
+}
+
+impl Why {
+    /// The reason in words, with its kind for programs.
+    pub(crate) fn reason(&self) -> Reason {
+        let (kind, message) = match self {
+            Why::NoCheckout { root, url, cloned } => (
+                ReasonKind::NoCheckout,
+                if *cloned {
+                    format!("no checkout at {}: cloned {url}", root.display())
+                } else {
+                    format!(
+                        "no checkout at {}: prepare will clone {url}",
+                        root.display()
+                    )
+                },
+            ),
+            Why::NoStamp => (
+                ReasonKind::NoStamp,
+                "no stamp: first preparation of this checkout".to_string(),
+            ),
+            Why::UnreadableStamp => (
+                ReasonKind::NoStamp,
+                "the stamp is corrupt or from another qola: ignored".to_string(),
+            ),
+            Why::QolaVersion { old, new } => (
+                ReasonKind::QolaVersion,
+                format!("qola-build changed: {old} → {new}"),
+            ),
+            Why::Url { old, new } => (
+                ReasonKind::ManifestField,
+                format!("aiter_url changed: {old} → {new}"),
+            ),
+            Why::Commit { old, new } => (
+                ReasonKind::Commit,
+                format!(
+                    "AITER commit changed: {} → {}",
+                    short_id(old),
+                    short_id(new)
+                ),
+            ),
+            Why::PatchAdded(name) => (ReasonKind::PatchAdded, format!("patch added: {name}")),
+            Why::PatchChanged(name) => (ReasonKind::PatchChanged, format!("patch changed: {name}")),
+            Why::PatchRemoved(name) => (ReasonKind::PatchRemoved, format!("patch removed: {name}")),
+            Why::PatchRenamed { old, new } => (
+                ReasonKind::PatchRenamed,
+                format!("patch renamed: {old} → {new}"),
+            ),
+            Why::SeriesReordered => (
+                ReasonKind::PatchRenamed,
+                "the series order changed".to_string(),
+            ),
+            Why::Interrupted => (
+                ReasonKind::Interrupted,
+                "a previous preparation was interrupted (its `preparing` marker is still there)"
+                    .to_string(),
+            ),
+            Why::HeadMoved { repo, head, pinned } => (
+                ReasonKind::HeadMoved,
+                format!(
+                    "HEAD of {} moved to {} (pinned {}); the old HEAD is kept as refs/qola/kept/{head}",
+                    repo_name(repo),
+                    short_id(head),
+                    short_id(pinned)
+                ),
+            ),
+            Why::SubmoduleMissing(repo) => (
+                ReasonKind::SubmoduleMissing,
+                format!("{} is not checked out", repo_name(repo)),
+            ),
+            Why::PatchReverted(paths) => (
+                ReasonKind::PatchReverted,
+                format!(
+                    "{} path(s) lost their patches (back at the pinned commit): {}",
+                    paths.len(),
+                    name_some(paths, LIST_LIMIT)
+                ),
+            ),
+            Why::Differs(paths) => (
+                ReasonKind::Differs,
+                format!(
+                    "the tree differs from the prepared state at: {}",
+                    name_some(paths, LIST_LIMIT)
+                ),
+            ),
+            Why::Adopted => (
+                ReasonKind::Adopted,
+                "the tree already is the prepared state: adopted it, no file rewritten".to_string(),
+            ),
+            Why::FetchNeeded(what) => (
+                ReasonKind::FetchNeeded,
+                format!("{what} first; `qola status` never fetches"),
+            ),
+        };
+        Reason::new(kind, message)
+    }
+}
+
+/// A repository's name in messages.
+fn repo_name(path: &str) -> &str {
+    if path.is_empty() { "AITER" } else { path }
+}
+
+/// The first `limit` items joined, with a count of the rest.
+pub(crate) fn name_some(items: &[String], limit: usize) -> String {
+    let mut text = items
+        .iter()
+        .take(limit)
+        .map(|item| shown(item))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > limit {
+        text.push_str(&format!(" (+{} more)", items.len() - limit));
+    }
+    text
+}

@@ -1,4 +1,7 @@
-//! The HIP compile pipeline with a real hipcc (Debian's, for gfx90a).
+//! The HIP compile pipeline: with a real hipcc (Debian's, for gfx90a) where one is installed
+//! (required in CI), and, for what does not need a real compiler (caching, header invalidation,
+//! the link step, error reports), also with the stand-in compiler `tests/fake/hipcc`,
+//! everywhere.
 
 mod common;
 
@@ -10,15 +13,60 @@ use qola_tests::{HipProject, hipcc_available};
 struct Setup {
     tmp: tempfile::TempDir,
     project: HipProject,
+    /// The stand-in compiler, when the test runs with it.
+    stand_in: Option<PathBuf>,
+}
+
+/// The compiler a test runs with.
+#[derive(Clone, Copy)]
+enum Compiler {
+    /// The hipcc on `PATH` (or `HIPCC`): `None` from [`setup_with`] without one, outside CI.
+    Hipcc,
+    /// `tests/fake/hipcc`: always there.
+    StandIn,
+}
+
+fn setup_with(compiler: Compiler) -> Option<Setup> {
+    let stand_in = match compiler {
+        Compiler::Hipcc if !hipcc_available() => return None,
+        Compiler::Hipcc => None,
+        Compiler::StandIn => Some(qola_tests::fake_hipcc()),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let project = HipProject::create(&tmp.path().join("src"));
+    Some(Setup {
+        tmp,
+        project,
+        stand_in,
+    })
 }
 
 fn setup() -> Option<Setup> {
-    if !hipcc_available() {
-        return None;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let project = HipProject::create(&tmp.path().join("src"));
-    Some(Setup { tmp, project })
+    setup_with(Compiler::Hipcc)
+}
+
+/// Tests that run twice: `NAME::hipcc` with the real compiler (skipped without one, outside
+/// CI) and `NAME::stand_in` with `tests/fake/hipcc`.
+macro_rules! with_both_compilers {
+    ($(fn $name:ident($s:ident: Setup) $body:block)*) => {$(
+        mod $name {
+            use super::*;
+
+            fn check($s: Setup) $body
+
+            #[test]
+            fn hipcc() {
+                if let Some(s) = setup_with(Compiler::Hipcc) {
+                    check(s);
+                }
+            }
+
+            #[test]
+            fn stand_in() {
+                check(setup_with(Compiler::StandIn).expect("the stand-in is always there"));
+            }
+        }
+    )*};
 }
 
 impl Setup {
@@ -34,6 +82,9 @@ impl Setup {
             .export("qola_c")
             .jobs(2)
             .cargo_metadata(false);
+        if let Some(stand_in) = &self.stand_in {
+            b.compiler(stand_in);
+        }
         b
     }
 
@@ -41,6 +92,22 @@ impl Setup {
         self.build()
             .try_compile("demo")
             .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// An edit that makes `c.hip` fail to compile with `undeclared_thing` in the error.
+    fn break_c(&self) {
+        match self.stand_in {
+            None => edit(
+                &self.project.sources[2],
+                "int i =",
+                "int i = undeclared_thing +",
+            ),
+            Some(_) => edit(
+                &self.project.sources[2],
+                "namespace {",
+                "#error undeclared_thing\nnamespace {",
+            ),
+        }
     }
 }
 
@@ -53,14 +120,14 @@ fn compiled(report: &CompileReport) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn second_build_compiles_nothing() {
-    let Some(s) = setup() else { return };
-    let first = s.compile();
-    assert_eq!(compiled(&first), ["a.hip", "b.hip", "c.hip"]);
-    let second = s.compile();
-    assert!(compiled(&second).is_empty());
-    assert!(!second.library_written);
+with_both_compilers! {
+    fn second_build_compiles_nothing(s: Setup) {
+        let first = s.compile();
+        assert_eq!(compiled(&first), ["a.hip", "b.hip", "c.hip"]);
+        let second = s.compile();
+        assert!(compiled(&second).is_empty());
+        assert!(!second.library_written);
+    }
 }
 
 /// A launcher script in `dir` that logs when each compile starts and ends, and that log.
@@ -101,86 +168,86 @@ fn most_at_once(log: &Path) -> usize {
     usize::try_from(most).unwrap()
 }
 
-#[test]
-fn parallel_compiles_are_capped_by_the_memory_each_needs() {
-    let Some(s) = setup() else { return };
-    let plan = |per_job: u64| {
-        s.build()
-            .jobs(8)
-            .memory_per_job(per_job)
-            .try_plan("demo")
-            .unwrap_or_else(|e| panic!("{e}"))
-            .jobs
-    };
-    assert_eq!(plan(1), 8, "a unit that needs a byte leaves the job limit");
-    assert_eq!(plan(1 << 50), 1, "a petabyte per unit: one at a time");
+with_both_compilers! {
+    fn parallel_compiles_are_capped_by_the_memory_each_needs(s: Setup) {
+        let plan = |per_job: u64| {
+            s.build()
+                .jobs(8)
+                .memory_per_job(per_job)
+                .try_plan("demo")
+                .unwrap_or_else(|e| panic!("{e}"))
+                .jobs
+        };
+        assert_eq!(plan(1), 8, "a unit that needs a byte leaves the job limit");
+        assert_eq!(plan(1 << 50), 1, "a petabyte per unit: one at a time");
 
-    // Real builds, each from an empty cache: 3 units under a limit of 3.
-    let build = |name: &str, per_job: u64| {
-        let (launcher, times) = timing_launcher(&s.tmp.path().join(name));
-        let report = s
-            .build()
-            .jobs(3)
-            .memory_per_job(per_job)
-            .launcher(&launcher.display().to_string())
-            .cache_dir(s.tmp.path().join(name).join("cache"))
-            .try_compile("demo")
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(report.compiled(), 3);
-        (report, most_at_once(&times))
-    };
-    let (capped, capped_at_once) = build("capped", 1 << 50);
-    assert_eq!(
-        (capped.jobs, capped_at_once),
-        (1, 1),
-        "{}",
-        capped.jobs_reason
-    );
-    assert!(
-        capped
-            .jobs_reason
-            .starts_with("1 at once: memory holds 1 (")
-            && capped
+        // Real builds, each from an empty cache: 3 units under a limit of 3.
+        let build = |name: &str, per_job: u64| {
+            let (launcher, times) = timing_launcher(&s.tmp.path().join(name));
+            let report = s
+                .build()
+                .jobs(3)
+                .memory_per_job(per_job)
+                .launcher(&launcher.display().to_string())
+                .cache_dir(s.tmp.path().join(name).join("cache"))
+                .try_compile("demo")
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(report.compiled(), 3);
+            (report, most_at_once(&times))
+        };
+        let (capped, capped_at_once) = build("capped", 1 << 50);
+        assert_eq!(
+            (capped.jobs, capped_at_once),
+            (1, 1),
+            "{}",
+            capped.jobs_reason
+        );
+        assert!(
+            capped
                 .jobs_reason
-                .ends_with("per unit (the build's default)); the job limit was 3 (.jobs(3))"),
-        "{}",
-        capped.jobs_reason
-    );
-    let log = std::fs::read_to_string(&capped.log).unwrap();
-    assert!(
-        log.starts_with(&format!("jobs: {}\n", capped.jobs_reason)),
-        "{log}"
-    );
-    let (free, free_at_once) = build("free", 1);
-    assert_eq!(free.jobs, 3, "{}", free.jobs_reason);
-    assert!(free_at_once > 1, "uncapped, the 3 compiles overlap");
+                .starts_with("1 at once: memory holds 1 (")
+                && capped
+                    .jobs_reason
+                    .ends_with("per unit (the build's default)); the job limit was 3 (.jobs(3))"),
+            "{}",
+            capped.jobs_reason
+        );
+        let log = std::fs::read_to_string(&capped.log).unwrap();
+        assert!(
+            log.starts_with(&format!("jobs: {}\n", capped.jobs_reason)),
+            "{log}"
+        );
+        let (free, free_at_once) = build("free", 1);
+        assert_eq!(free.jobs, 3, "{}", free.jobs_reason);
+        assert!(free_at_once > 1, "uncapped, the 3 compiles overlap");
+    }
 }
 
-#[test]
-fn a_compiles_measured_peak_memory_is_the_next_builds_estimate() {
-    let Some(s) = setup() else { return };
-    let first = s.compile();
-    let peak = first.units[0].peak_memory.expect("a measured peak");
-    // hipcc's clang needs tens of megabytes at least, and no compile here needs 8 GiB.
-    assert!(peak > (20 << 20) && peak < (8 << 30), "{peak}");
-    edit(
-        &s.project.sources[0],
-        "SHARED_SCALE +",
-        "SHARED_SCALE - 1.0f +",
-    );
-    let plan = s
-        .build()
-        .memory_per_job(1)
-        .try_plan("demo")
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        plan.jobs_reason.contains(&format!(
-            "{:.2} GiB per unit (measured)",
-            peak as f64 / (1u64 << 30) as f64
-        )),
-        "{}",
-        plan.jobs_reason
-    );
+with_both_compilers! {
+    fn a_compiles_measured_peak_memory_is_the_next_builds_estimate(s: Setup) {
+        let first = s.compile();
+        let peak = first.units[0].peak_memory.expect("a measured peak");
+        // hipcc's clang needs tens of megabytes at least, and no compile here needs 8 GiB.
+        assert!(peak > (20 << 20) && peak < (8 << 30), "{peak}");
+        edit(
+            &s.project.sources[0],
+            "SHARED_SCALE +",
+            "SHARED_SCALE - 1.0f +",
+        );
+        let plan = s
+            .build()
+            .memory_per_job(1)
+            .try_plan("demo")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            plan.jobs_reason.contains(&format!(
+                "{:.2} GiB per unit (measured)",
+                peak as f64 / (1u64 << 30) as f64
+            )),
+            "{}",
+            plan.jobs_reason
+        );
+    }
 }
 
 fn edit(path: &Path, from: &str, to: &str) {
@@ -189,180 +256,176 @@ fn edit(path: &Path, from: &str, to: &str) {
     std::fs::write(path, text.replace(from, to)).unwrap();
 }
 
-#[test]
-fn editing_one_source_recompiles_that_unit_and_a_touch_recompiles_nothing() {
-    let Some(s) = setup() else { return };
-    s.compile();
-    common::touch(&s.project.sources[1]);
-    assert!(compiled(&s.compile()).is_empty());
-    edit(
-        &s.project.sources[1],
-        "x[i] * SHARED_SCALE",
-        "x[i] * SHARED_SCALE * 1.5f",
-    );
-    let report = s.compile();
-    assert_eq!(compiled(&report), ["b.hip"]);
-    assert!(report.library_written);
-}
-
-#[test]
-fn editing_a_header_recompiles_exactly_its_dependents() {
-    let Some(s) = setup() else { return };
-    s.compile();
-    edit(&s.project.include.join("only_c.h"), "3.0f", "4.0f");
-    assert_eq!(compiled(&s.compile()), ["c.hip"]);
-    edit(&s.project.include.join("shared.h"), "2.0f", "3.0f");
-    assert_eq!(compiled(&s.compile()), ["a.hip", "b.hip", "c.hip"]);
-}
-
-#[test]
-fn rewriting_every_file_with_the_same_content_recompiles_nothing() {
-    let Some(s) = setup() else { return };
-    s.compile();
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let headers = [
-        s.project.include.join("shared.h"),
-        s.project.include.join("only_c.h"),
-    ];
-    for path in s.project.sources.iter().chain(headers.iter()) {
-        let bytes = std::fs::read(path).unwrap();
-        std::fs::remove_file(path).unwrap();
-        std::fs::write(path, bytes).unwrap();
+with_both_compilers! {
+    fn editing_one_source_recompiles_that_unit_and_a_touch_recompiles_nothing(s: Setup) {
+        s.compile();
+        common::touch(&s.project.sources[1]);
+        assert!(compiled(&s.compile()).is_empty());
+        edit(
+            &s.project.sources[1],
+            "x[i] * SHARED_SCALE",
+            "x[i] * SHARED_SCALE * 1.5f",
+        );
+        let report = s.compile();
+        assert_eq!(compiled(&report), ["b.hip"]);
+        assert!(report.library_written);
     }
-    assert!(compiled(&s.compile()).is_empty());
 }
 
-#[test]
-fn a_change_switched_on_off_and_on_compiles_nothing_the_third_time() {
-    let Some(s) = setup() else { return };
-    s.compile();
-    let header = s.project.include.join("shared.h");
-    edit(&header, "2.0f", "5.0f");
-    assert_eq!(compiled(&s.compile()).len(), 3);
-    edit(&header, "5.0f", "2.0f");
-    assert!(
-        compiled(&s.compile()).is_empty(),
-        "off again: the first objects are back"
-    );
-    edit(&header, "2.0f", "5.0f");
-    assert!(
-        compiled(&s.compile()).is_empty(),
-        "on again: the second objects are back"
-    );
+with_both_compilers! {
+    fn editing_a_header_recompiles_exactly_its_dependents(s: Setup) {
+        s.compile();
+        edit(&s.project.include.join("only_c.h"), "3.0f", "4.0f");
+        assert_eq!(compiled(&s.compile()), ["c.hip"]);
+        edit(&s.project.include.join("shared.h"), "2.0f", "3.0f");
+        assert_eq!(compiled(&s.compile()), ["a.hip", "b.hip", "c.hip"]);
+    }
 }
 
-#[test]
-fn the_library_exports_only_the_named_c_api() {
-    let Some(s) = setup() else { return };
-    let report = s.compile();
-    let out = std::process::Command::new("nm")
-        .args(["-g", "--defined-only"])
-        .arg(&report.library)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut exported: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .collect();
-    exported.sort();
-    assert_eq!(exported, ["qola_a", "qola_b", "qola_c"], "{text}");
+with_both_compilers! {
+    fn rewriting_every_file_with_the_same_content_recompiles_nothing(s: Setup) {
+        s.compile();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let headers = [
+            s.project.include.join("shared.h"),
+            s.project.include.join("only_c.h"),
+        ];
+        for path in s.project.sources.iter().chain(headers.iter()) {
+            let bytes = std::fs::read(path).unwrap();
+            std::fs::remove_file(path).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        assert!(compiled(&s.compile()).is_empty());
+    }
 }
 
-#[test]
-fn a_failed_compile_shows_the_command_and_stderr_and_writes_repro_sh() {
-    let Some(s) = setup() else { return };
-    edit(
-        &s.project.sources[2],
-        "int i =",
-        "int i = undeclared_thing +",
-    );
-    let e = s.build().try_compile("demo").unwrap_err();
-    let qola_build::Error::Compile {
-        command,
-        stderr,
-        repro,
-        ..
-    } = &e
-    else {
-        panic!("{e}")
-    };
-    assert!(
-        command.contains("c.hip") && command.contains("--offload-arch=gfx90a"),
-        "{command}"
-    );
-    assert!(stderr.contains("undeclared_thing"), "{stderr}");
-    let rerun = std::process::Command::new("sh")
-        .arg(repro)
-        .output()
-        .unwrap();
-    assert!(!rerun.status.success());
-    assert!(String::from_utf8_lossy(&rerun.stderr).contains("undeclared_thing"));
-    let message = e.to_string();
-    assert!(
-        message.contains("repro.sh") && message.contains("undeclared_thing"),
-        "{message}"
-    );
+with_both_compilers! {
+    fn a_change_switched_on_off_and_on_compiles_nothing_the_third_time(s: Setup) {
+        s.compile();
+        let header = s.project.include.join("shared.h");
+        edit(&header, "2.0f", "5.0f");
+        assert_eq!(compiled(&s.compile()).len(), 3);
+        edit(&header, "5.0f", "2.0f");
+        assert!(
+            compiled(&s.compile()).is_empty(),
+            "off again: the first objects are back"
+        );
+        edit(&header, "2.0f", "5.0f");
+        assert!(
+            compiled(&s.compile()).is_empty(),
+            "on again: the second objects are back"
+        );
+    }
 }
 
-#[test]
-fn an_unsupported_arch_names_the_compiler_and_its_version() {
-    let Some(s) = setup() else { return };
-    let mut build = s.build();
-    build.arch("gfx1");
-    let e = build.try_compile("demo").unwrap_err();
-    assert!(
-        matches!(e, qola_build::Error::UnsupportedArch { .. }),
-        "{e}"
-    );
-    let message = e.to_string();
-    assert!(
-        message.contains("gfx1") && message.contains("hipcc") && message.contains("HIP "),
-        "{message}"
-    );
+with_both_compilers! {
+    fn the_library_exports_only_the_named_c_api(s: Setup) {
+        let report = s.compile();
+        let out = std::process::Command::new("nm")
+            .args(["-g", "--defined-only"])
+            .arg(&report.library)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut exported: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(2))
+            .collect();
+        exported.sort();
+        assert_eq!(exported, ["qola_a", "qola_b", "qola_c"], "{text}");
+    }
 }
 
-#[test]
-fn a_unit_log_lists_cached_and_compiled_units() {
-    let Some(s) = setup() else { return };
-    s.compile();
-    edit(
-        &s.project.sources[0],
-        "SHARED_SCALE +",
-        "SHARED_SCALE - 1.0f +",
-    );
-    let report = s.compile();
-    let log = std::fs::read_to_string(&report.log).unwrap();
-    let lines: Vec<&str> = log.lines().collect();
-    assert_eq!(lines.len(), 5, "{log}");
-    assert!(
-        lines[0].starts_with("jobs: 2 at once: the job limit (.jobs(2)"),
-        "{log}"
-    );
-    // compiled, seconds, peak memory, source
-    let compiled: Vec<&str> = lines[1].split_whitespace().collect();
-    assert_eq!(compiled[0], "compiled", "{log}");
-    assert!(
-        compiled[2].ends_with("MB") && compiled[3].ends_with("a.hip"),
-        "{log}"
-    );
-    assert!(
-        lines[2].starts_with("cached") && lines[3].starts_with("cached"),
-        "{log}"
-    );
-    assert_eq!(lines[4], format!("summary: {}", report.summary()));
-    assert!(
-        report
-            .summary()
-            .starts_with("qola compiled 1 of 3 HIP units for gfx90a in "),
-        "{}",
-        report.summary()
-    );
-    assert!(
-        report
-            .summary()
-            .contains(": 2 reused from qola's cache; 2 at once")
-    );
+with_both_compilers! {
+    fn a_failed_compile_shows_the_command_and_stderr_and_writes_repro_sh(s: Setup) {
+        s.break_c();
+        let e = s.build().try_compile("demo").unwrap_err();
+        let qola_build::Error::Compile {
+            command,
+            stderr,
+            repro,
+            ..
+        } = &e
+        else {
+            panic!("{e}")
+        };
+        assert!(
+            command.contains("c.hip") && command.contains("--offload-arch=gfx90a"),
+            "{command}"
+        );
+        assert!(stderr.contains("undeclared_thing"), "{stderr}");
+        let rerun = std::process::Command::new("sh")
+            .arg(repro)
+            .output()
+            .unwrap();
+        assert!(!rerun.status.success());
+        assert!(String::from_utf8_lossy(&rerun.stderr).contains("undeclared_thing"));
+        let message = e.to_string();
+        assert!(
+            message.contains("repro.sh") && message.contains("undeclared_thing"),
+            "{message}"
+        );
+    }
+}
+
+with_both_compilers! {
+    fn an_unsupported_arch_names_the_compiler_and_its_version(s: Setup) {
+        let mut build = s.build();
+        build.arch("gfx1");
+        let e = build.try_compile("demo").unwrap_err();
+        assert!(
+            matches!(e, qola_build::Error::UnsupportedArch { .. }),
+            "{e}"
+        );
+        let message = e.to_string();
+        assert!(
+            message.contains("gfx1") && message.contains("hipcc") && message.contains("HIP "),
+            "{message}"
+        );
+    }
+}
+
+with_both_compilers! {
+    fn a_unit_log_lists_cached_and_compiled_units(s: Setup) {
+        s.compile();
+        edit(
+            &s.project.sources[0],
+            "SHARED_SCALE +",
+            "SHARED_SCALE - 1.0f +",
+        );
+        let report = s.compile();
+        let log = std::fs::read_to_string(&report.log).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 5, "{log}");
+        assert!(
+            lines[0].starts_with("jobs: 2 at once: the job limit (.jobs(2)"),
+            "{log}"
+        );
+        // compiled, seconds, peak memory, source
+        let compiled: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(compiled[0], "compiled", "{log}");
+        assert!(
+            compiled[2].ends_with("MB") && compiled[3].ends_with("a.hip"),
+            "{log}"
+        );
+        assert!(
+            lines[2].starts_with("cached") && lines[3].starts_with("cached"),
+            "{log}"
+        );
+        assert_eq!(lines[4], format!("summary: {}", report.summary()));
+        assert!(
+            report
+                .summary()
+                .starts_with("qola compiled 1 of 3 HIP units for gfx90a in "),
+            "{}",
+            report.summary()
+        );
+        assert!(
+            report
+                .summary()
+                .contains(": 2 reused from qola's cache; 2 at once")
+        );
+    }
 }
 
 #[test]
@@ -469,31 +532,45 @@ fn a_killed_build_leaves_no_corrupt_entry() {
         return;
     }
     let Some(s) = setup() else { return };
-    // One unit at a time (~2 s each): a kill at 3 s lands inside a compile, after an install.
+    // One unit at a time (a second or more each): killed as soon as the first unit is
+    // installed (object and record), the build is inside the second compile.
     let mut running = common::child("a_killed_build_leaves_no_corrupt_entry")
         .env("QOLA_TEST_DIR", s.tmp.path())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let objects = s.tmp.path().join("cache/hip/objects");
+    let records = s.tmp.path().join("cache/hip/units");
+    let first_installed = || {
+        std::fs::read_dir(&records).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+        })
+    };
+    while !first_installed() && running.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     running.kill().unwrap();
     running.wait().unwrap();
-    let objects = s.tmp.path().join("cache/hip/objects");
-    let installed: Vec<PathBuf> = std::fs::read_dir(&objects)
-        .map(|d| d.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
+    let listed = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    // A unit is reusable once its record is written (after its object is in place).
+    let complete = listed(&records).len();
     assert!(
-        installed.len() < 3,
-        "the kill came too late to test anything: {installed:?}"
+        (1..3).contains(&complete),
+        "the kill came too late to test anything: {complete} units"
     );
-    for object in &installed {
+    for object in listed(&objects) {
         assert!(
-            std::fs::read(object).unwrap().starts_with(b"\x7fELF"),
-            "{}",
+            std::fs::read(&object).unwrap().starts_with(b"\x7fELF"),
+            "a corrupt entry: {}",
             object.display()
         );
     }
     let report = s.compile();
-    assert_eq!(compiled(&report).len(), 3 - installed.len());
+    assert_eq!(compiled(&report).len(), 3 - complete);
     let nm = std::process::Command::new("nm")
         .arg(&report.library)
         .output()

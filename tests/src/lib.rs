@@ -140,6 +140,13 @@ fn which_hipcc() -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("hipcc").is_file()))
 }
 
+/// The stand-in compiler `tests/fake/hipcc` (Python): it answers like hipcc, writes depfiles from
+/// `#include` lines and real objects through the system C compiler, so qola's caching, header
+/// tracking, launcher and link step are tested where ROCm is missing.
+pub fn fake_hipcc() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fake/hipcc")
+}
+
 /// The HIP compiler that can compile composable_kernel: `QOLA_SID_HIPCC`, else the wrapper
 /// `tools/sid-hipcc-setup` leaves in `target/qola-fixtures/sid-hipcc`. Outside CI a test without
 /// one says so and returns `None`; in CI it is a failure.

@@ -341,6 +341,72 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an [`Error`] is, for callers that match on it (the variants of
+/// [`Error`] carry the details and may grow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The manifest, an environment variable or the options given: fix the input.
+    Input,
+    /// The git command, the network or a commit that cannot be had.
+    Fetch,
+    /// The checkout is not usable as one (not a repository, a broken submodule, not prepared).
+    Checkout,
+    /// A patch of the series: unreadable, malformed, unsafe or not applying.
+    Patch,
+    /// Local edits: the preparation was refused (the error carries the report).
+    Refused,
+    /// The prepared tree did not verify after writing.
+    Verify,
+    /// The file system or libgit2.
+    Io,
+    /// The HIP compiler: missing, unusable, too old, or an architecture it rejects.
+    Toolchain,
+    /// A compile or the link step failed.
+    Compile,
+    /// An AITER recipe or its code generation.
+    Aiter,
+}
+
+impl Error {
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        use Error::*;
+        match self {
+            ManifestRead { .. }
+            | Manifest { .. }
+            | InvalidEnv { .. }
+            | ConflictingOptions { .. }
+            | NoCommit { .. }
+            | NoCacheDir
+            | NoOutDir => ErrorKind::Input,
+            GitNotFound { .. }
+            | GitCommand { .. }
+            | Offline { .. }
+            | FetchNeeded { .. }
+            | CommitNotFound { .. } => ErrorKind::Fetch,
+            NotACheckout { .. }
+            | Submodule { .. }
+            | SkipWithoutCheckout { .. }
+            | NotPrepared { .. } => ErrorKind::Checkout,
+            PatchesDir { .. }
+            | PatchSyntax { .. }
+            | UnsafePatchPath { .. }
+            | PatchFailed { .. } => ErrorKind::Patch,
+            Refused(_) => ErrorKind::Refused,
+            Verify { .. } => ErrorKind::Verify,
+            Git { .. } | Io { .. } => ErrorKind::Io,
+            NoHipCompiler { .. }
+            | HipCompilerUnusable { .. }
+            | NoGpuArch
+            | UnsupportedArch { .. }
+            | ToolchainTooOld { .. } => ErrorKind::Toolchain,
+            Compile { .. } | Link { .. } => ErrorKind::Compile,
+            AiterConfig { .. } | Codegen { .. } => ErrorKind::Aiter,
+        }
+    }
+}
+
 fn patch_failed_message(
     patch: &str,
     file: &str,

@@ -105,7 +105,7 @@ pub fn build_script_env(name: &str) -> Result<Option<String>> {
     build_script::Env::new(&directives).var(name)
 }
 pub use compile::toolchain::HipToolchain;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use manifest::Manifest;
 pub use prepare::prepare_aiter;
 pub use prepare::report::{Action, Preparation, Reason, ReasonKind};

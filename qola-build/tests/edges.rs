@@ -93,6 +93,7 @@ fn a_malformed_patch_is_an_error_naming_patch_and_line_and_writes_nothing() {
         "diff --git a/README.md b/READ\nindex 1..2 100644\n@@ -1 +1 @@\n-# AITER (qola demo)\n+# AITER\n",
     );
     let e = prepare_err(&s);
+    assert_eq!(e.kind(), qola_build::ErrorKind::Patch);
     let text = e.to_string();
     assert!(text.contains("0004-truncated.patch:1:"), "{text}");
     assert_nothing_written(&before, &s.root);
@@ -510,7 +511,7 @@ fn a_refused_run_writes_nothing_even_when_the_url_changed() {
         .patches_dir(moved.join("patches"))
         .try_prepare()
         .unwrap_err();
-    assert!(matches!(e, Error::Refused(_)), "{e}");
+    assert_eq!(e.kind(), qola_build::ErrorKind::Refused, "{e}");
     assert_nothing_written(&before, &s.root);
 }
 

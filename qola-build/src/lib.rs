@@ -15,21 +15,40 @@
 //!
 //! # Decision table
 //!
+//! The one specification of what a preparation does (`prepare::decision::decide` implements it;
+//! its unit tests follow it row by row).
+//!
 //! | state of the tree | action | JSON `action` |
 //! |---|---|---|
 //! | `QOLA_SKIP_PREPARE=1` | write nothing; use the tree as it is; one warning naming up to 10 paths that differ from the prepared state | `skip-requested` |
 //! | no checkout | clone, prepare | `clone` |
 //! | `preparing` marker left by an interrupted run | prepare again from the pinned commit; files it left half-written are saved as a backup patch first | `recover` |
 //! | key unchanged, tree == prepared state | nothing: no file written, no mtime changed | `up-to-date` |
-//! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed: commit, patch added/changed/removed/renamed, manifest field, qola version, patch reverted in tree | `resync` |
+//! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed: commit, patch added/changed/removed/renamed, manifest field, qola version, patch reverted in tree, HEAD moved | `resync` |
 //! | the tree already equals what the new key produces (e.g. `qola diff` output added to the series) | adopt it: write the stamp, rewrite no file | `resync` (reason `adopted`) |
-//! | local edits present | refuse, change nothing; list the edited paths (20 + a count) and the three ways on | `refused` |
-//! | `QOLA_FORCE_PREPARE=1` | save local edits first (a patch file under `.git/qola/backups/`, path printed), then prepare | `forced` |
+//! | local edits present | refuse, change nothing; list the edited paths (20 + a count) and the three ways on: `QOLA_SKIP_PREPARE=1`, `qola diff`, `QOLA_FORCE_PREPARE=1` | `refused` |
+//! | `QOLA_FORCE_PREPARE=1` | save local edits first (a patch under `.git/qola/backups/`, path printed), then prepare | `forced` |
 //!
-//! A path is a **local edit** only when its content differs both from the prepared state and from
-//! the pinned commit (and from the previous prepared state and the current `HEAD`): a path back
-//! at the pinned commit's content is our patch undone, not a user's edit. The model behind the
-//! table is described in the `prepare` and `fingerprint` modules' docs (see the README).
+//! A path is a **local edit** only when its content, in the work tree or staged in the index,
+//! differs from every state qola or git put there: the prepared state, the previously prepared
+//! state, the pinned commit, and the repository's current `HEAD`. A path back at the pinned commit's
+//! content is our patch undone, not a user's edit. What `git status` would show with the index flags
+//! cleared counts: files marked `assume-unchanged` or `skip-worktree`, an executable bit changed
+//! under a user's `core.filemode=false`, tracked files behind a directory replaced by a symlink,
+//! files whose names are not UTF-8. Commits made in the checkout are not edits: a resync moves `HEAD`
+//! back to the pinned commit and keeps each old one as `refs/qola/kept/<id>` (the latest also as
+//! `refs/qola/previous-head`) until you delete it. A missing file of a submodule that is not checked
+//! out (`git submodule deinit`, a new `git worktree add`) is not an edit either: it is checked out.
+//!
+//! **Nothing of yours is removed without a backup.** Every write of a resync is planned and checked
+//! before the first one (names the file system cannot take, symlinks on the way, what is in the
+//! way); a failure there names the path and leaves the tree as it was. Untracked files in the way of
+//! a path becoming a file or a directory, a symlink that replaced a tracked directory, and the work
+//! tree of a submodule the new commit no longer has are moved into
+//! `.git/qola/backups/in-the-way-<time>/`; a file that changed between the decision and its
+//! replacement (an editor saving it) is copied there first; staged content of a forced run goes to
+//! `local-edits-<time>.staged.patch` beside the work-tree edits. The report names each backup and
+//! its paths. A refused run writes nothing, not even a changed `origin` URL.
 //!
 //! # Environment variables
 //!

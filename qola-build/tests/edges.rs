@@ -399,18 +399,24 @@ fn a_symlinked_root_and_its_real_path_share_one_lock_outside_the_tree() {
     assert_eq!(locks, vec!["work/.aiter.qola-lock".to_string()]);
 }
 
+/// Moves the demo upstream elsewhere (a changed `aiter_url`); returns where, and options
+/// naming the new place.
+fn move_upstream(s: &Setup) -> (PathBuf, qola_build::Prepare) {
+    let moved = s.tmp.path().join("moved");
+    std::fs::rename(&s.demo.dir, &moved).unwrap();
+    let mut options = s.options();
+    options
+        .url(moved.join("aiter").to_string_lossy())
+        .patches_dir(moved.join("patches"));
+    (moved, options)
+}
+
 #[test]
 fn a_changed_url_reaches_the_submodule_remotes() {
     let s = setup();
     s.prepare();
-    let moved = s.tmp.path().join("moved");
-    std::fs::rename(&s.demo.dir, &moved).unwrap();
-    let p = s
-        .options()
-        .url(moved.join("aiter").to_string_lossy())
-        .patches_dir(moved.join("patches"))
-        .try_prepare()
-        .unwrap();
+    let (moved, options) = move_upstream(&s);
+    let p = options.try_prepare().unwrap();
     assert!(kinds(&p).contains(&ReasonKind::ManifestField), "{p}");
     let ck_url = git(&s.ck(), &["remote", "get-url", "origin"]);
     assert_eq!(
@@ -503,14 +509,8 @@ fn a_refused_run_writes_nothing_even_when_the_url_changed() {
     s.write(UNTOUCHED, "# my edit\n");
     let before = mtimes(&s.root);
     tick();
-    let moved = s.tmp.path().join("moved");
-    std::fs::rename(&s.demo.dir, &moved).unwrap();
-    let e = s
-        .options()
-        .url(moved.join("aiter").to_string_lossy())
-        .patches_dir(moved.join("patches"))
-        .try_prepare()
-        .unwrap_err();
+    let (_, options) = move_upstream(&s);
+    let e = options.try_prepare().unwrap_err();
     assert_eq!(e.kind(), qola_build::ErrorKind::Refused, "{e}");
     assert_nothing_written(&before, &s.root);
 }

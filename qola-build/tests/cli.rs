@@ -1,6 +1,8 @@
 //! The `qola` command line as CMake builds use it: separate processes, the environment, JSON on
 //! standard output and the exit status.
 
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
 mod common;
 
 use std::path::Path;

@@ -3,6 +3,8 @@
 //! the link step, error reports), also with the stand-in compiler `tests/fake/hipcc`,
 //! everywhere.
 
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
 mod common;
 
 use std::path::{Path, PathBuf};

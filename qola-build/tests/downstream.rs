@@ -11,6 +11,8 @@
 //!
 //! The crates build in `target/qola-fixtures/downstream-target`, kept between test runs.
 
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
 mod common;
 
 use std::path::{Path, PathBuf};

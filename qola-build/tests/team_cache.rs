@@ -6,6 +6,8 @@
 //! checkout (paths under it are hashed relative to the compile's directory), `hash_dir` off, and
 //! for the sid toolchain wrapper `compiler_check = %compiler% --version`.
 
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
 mod common;
 
 use std::io::Write;

@@ -1,5 +1,8 @@
 //! The one place qola reads the environment: every read is recorded and, inside a build
-//! script, announced to Cargo with `cargo:rerun-if-env-changed`.
+//! script, announced to Cargo with `cargo:rerun-if-env-changed`, except `PATH` (as `cc` does: a
+//! shell and an IDE with different `PATH`s would rerun the script back and forth; a compiler
+//! found through `PATH` is covered by its identity in every cache key). Reading the
+//! environment anywhere else is a lint error (`clippy.toml`, `disallowed-methods`).
 
 use std::ffi::OsString;
 
@@ -20,7 +23,12 @@ impl<'a> Env<'a> {
     /// The variable as an OS string; unset and empty are both `None`.
     pub(crate) fn var_os(&self, name: &str) -> Option<OsString> {
         self.directives.rerun_if_env_changed(name);
-        std::env::var_os(name).filter(|v| !v.is_empty())
+        read(name)
+    }
+
+    /// `PATH`, not announced to Cargo (see the module docs).
+    pub(crate) fn path(&self) -> Option<OsString> {
+        read("PATH")
     }
 
     /// The variable as UTF-8; unset and empty are both `None`.
@@ -50,5 +58,28 @@ impl<'a> Env<'a> {
                 expected: "1/true/yes/on or 0/false/no/off".to_string(),
             }),
         }
+    }
+}
+
+/// The one read of the process environment.
+#[allow(clippy::disallowed_methods)]
+fn read(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_read_is_announced_to_cargo_but_path() {
+        let directives = Directives::new(true);
+        let env = Env::new(&directives);
+        env.var_os("QOLA_SOME_SETTING");
+        env.path();
+        assert_eq!(
+            directives.emitted(),
+            ["cargo:rerun-if-env-changed=QOLA_SOME_SETTING"]
+        );
     }
 }

@@ -618,18 +618,7 @@ impl HipBuild {
                 None => format!("-D{name}"),
             });
         }
-        // The first of cc's CXXFLAGS variables that is set, as cc reads them.
-        for var in [
-            format!("CXXFLAGS_{target}"),
-            format!("CXXFLAGS_{}", target.replace('-', "_")),
-            "HOST_CXXFLAGS".to_string(),
-            "CXXFLAGS".to_string(),
-        ] {
-            if let Some(flags) = env.var(&var)? {
-                args.extend(flags.split_whitespace().map(String::from));
-                break;
-            }
-        }
+        args.extend(cxxflags(env, target)?);
         Ok(args)
     }
 }
@@ -709,6 +698,37 @@ fn full_path(path: &Path) -> Result<PathBuf> {
             Ok(depfile::absolute(path, &cwd))
         }
     }
+}
+
+/// The flags of `CXXFLAGS` and its variants, read and combined as `cc` 1.11 does: every one
+/// that is set, least specific first (`CXXFLAGS`, `HOST_CXXFLAGS` or `TARGET_CXXFLAGS` when
+/// cross-compiling, `CXXFLAGS_<target with _>`, `CXXFLAGS_<target>`), split at whitespace, or
+/// as a shell would when `CC_SHELL_ESCAPED_FLAGS` is set. `TARGET` and `HOST` come from Cargo
+/// (in a build script), else `this_machine`.
+fn cxxflags(env: &Env, this_machine: &str) -> Result<Vec<String>> {
+    let host = env.var("HOST")?.unwrap_or_else(|| this_machine.to_string());
+    let target = env.var("TARGET")?.unwrap_or_else(|| host.clone());
+    let kind = if target == host { "HOST" } else { "TARGET" };
+    let names = [
+        "CXXFLAGS".to_string(),
+        format!("{kind}_CXXFLAGS"),
+        format!("CXXFLAGS_{}", target.replace(['-', '.'], "_")),
+        format!("CXXFLAGS_{target}"),
+    ];
+    let shell = env
+        .var("CC_SHELL_ESCAPED_FLAGS")?
+        .is_some_and(|v| v != "0" && v != "false");
+    let mut flags = Vec::new();
+    for name in names {
+        if let Some(value) = env.var(&name)? {
+            if shell {
+                flags.extend(shlex::Shlex::new(&value));
+            } else {
+                flags.extend(value.split_ascii_whitespace().map(String::from));
+            }
+        }
+    }
+    Ok(flags)
 }
 
 /// The triple `cc`'s archiver is told about: this machine (HIP host code runs where the GPU is).

@@ -41,7 +41,7 @@ impl HipToolchain {
             let path = if given.components().count() > 1 {
                 given.clone()
             } else {
-                which::which_in(&given, env.var_os("PATH"), ".").unwrap_or(given.clone())
+                which::which_in(&given, env.path(), ".").unwrap_or(given.clone())
             };
             if path.is_file() {
                 return HipToolchain::identify(&path);
@@ -58,7 +58,7 @@ impl HipToolchain {
                 looked.push(format!("${var}/bin/hipcc = {}", path.display()));
             }
         }
-        match which::which_in("hipcc", env.var_os("PATH"), ".") {
+        match which::which_in("hipcc", env.path(), ".") {
             Ok(path) => return HipToolchain::identify(&path),
             Err(_) => looked.push("hipcc on PATH".to_string()),
         }

@@ -362,28 +362,6 @@ mod tests {
     }
 
     #[test]
-    fn the_environment_is_read_only_through_the_helper() {
-        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut stack = vec![src];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.file_name().is_some_and(|n| n != "env.rs") {
-                    let text = std::fs::read_to_string(&path).unwrap();
-                    let needle = ["env::", "var"].concat();
-                    assert!(
-                        !text.contains(&needle),
-                        "{} reads the environment directly",
-                        path.display()
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
     fn name_some_counts_the_rest() {
         let items: Vec<String> = (0..12).map(|i| i.to_string()).collect();
         assert_eq!(name_some(&items[..2], 10), "0, 1");

@@ -1,5 +1,6 @@
 //! Shared setup of the integration tests: a demo upstream in a temp dir and a checkout path.
 
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::collections::BTreeMap;

@@ -52,7 +52,8 @@
 //!
 //! # Environment variables
 //!
-//! Every variable is read through one helper that prints `cargo:rerun-if-env-changed` for it.
+//! Every variable is read through one helper that prints `cargo:rerun-if-env-changed` for it
+//! (except `PATH`, as `cc` does); a direct read is a clippy error (`clippy.toml`).
 //! An explicit builder argument wins over the variable, which wins over the manifest.
 //!
 //! | variable | effect |
@@ -74,7 +75,7 @@
 //! | `QOLA_COMPILER_LAUNCHER` | [`HipBuild`]: wraps every compile (`ccache`, `sccache`) |
 //! | `NUM_JOBS` | [`HipBuild`]: compiles at once (Cargo sets it) |
 //! | `QOLA_JOB_MEMORY_MB` | [`HipBuild`]: memory one compile needs; compiles at once are capped to what `MemAvailable` holds (default: the peak measured last time, else [`HipBuild::memory_per_job`]) |
-//! | `CXXFLAGS`, `CXXFLAGS_<target>`, `HOST_CXXFLAGS` | [`HipBuild`]: extra flags, as `cc` reads them |
+//! | `CXXFLAGS`, `HOST_CXXFLAGS`/`TARGET_CXXFLAGS`, `CXXFLAGS_<target_with_underscores>`, `CXXFLAGS_<target>`, `CC_SHELL_ESCAPED_FLAGS` | [`HipBuild`]: extra flags, every one that is set, combined as `cc` 1.11 does |
 //! | `OUT_DIR` | [`HipBuild`]: where the library, its log and `repro.sh` go |
 //! | `QOLA_PYTHON` | [`aiter`]: the Python that runs AITER's and CK's generators (default: `python3` on `PATH`) |
 //! | `CK_DIR` | [`aiter`]: composable_kernel's location in AITER's recipes (default: the tree's `3rdparty/composable_kernel`) |

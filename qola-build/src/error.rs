@@ -255,6 +255,19 @@ pub enum Error {
     )]
     NoGpuArch,
 
+    /// The compiler rejects the build's flags (the architecture alone compiles).
+    #[error("{} ({version}) rejects the compile flags: {stderr}\nflags: {flags}\ncheck CXXFLAGS (and its variants) and the flags the build adds; the architecture itself is supported", compiler.display())]
+    RejectedFlags {
+        /// The flags of the compile command (without the architecture).
+        flags: String,
+        /// The compiler.
+        compiler: PathBuf,
+        /// Its version.
+        version: String,
+        /// What it said.
+        stderr: String,
+    },
+
     /// The compiler cannot compile for a requested architecture.
     #[error("GPU architecture {arch} is not supported by {} ({version}): {stderr}\nchoose another architecture (GPU_ARCHS / QOLA_GPU_ARCHS) or a newer ROCm (HIPCC)", compiler.display())]
     UnsupportedArch {
@@ -321,7 +334,7 @@ pub enum Error {
     },
 
     /// The compiler is too old for composable_kernel.
-    #[error("composable_kernel needs HIP >= {needed}; found {found} at {}", compiler.display())]
+    #[error("composable_kernel needs HIP >= {needed}; found {found} at {}: set HIPCC to a newer ROCm's hipcc (in this repository, `tools/sid-hipcc-setup` makes one from Debian sid's ROCm 6.4)", compiler.display())]
     ToolchainTooOld {
         /// The oldest HIP that works.
         needed: String,
@@ -400,6 +413,7 @@ impl Error {
             | HipCompilerUnusable { .. }
             | NoGpuArch
             | UnsupportedArch { .. }
+            | RejectedFlags { .. }
             | ToolchainTooOld { .. } => ErrorKind::Toolchain,
             Compile { .. } | Link { .. } => ErrorKind::Compile,
             AiterConfig { .. } | Codegen { .. } => ErrorKind::Aiter,

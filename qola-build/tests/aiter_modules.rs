@@ -345,8 +345,11 @@ fn a_toolchain_too_old_for_composable_kernel_is_one_clear_line() {
     }
     let toolchain = HipToolchain::identify(hipcc).unwrap();
     let e = qola_build::aiter::check_ck_toolchain(&toolchain).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "composable_kernel needs HIP >= 6.0; found 5.2 at /usr/bin/hipcc"
+    let message = e.to_string();
+    assert!(
+        message.starts_with("composable_kernel needs HIP >= 6.0; found 5.2 at /usr/bin/hipcc")
+            && message.contains("tools/sid-hipcc-setup")
+            && !message.contains('\n'),
+        "{message}"
     );
 }

@@ -371,6 +371,24 @@ with_both_compilers! {
 }
 
 with_both_compilers! {
+    fn a_rejected_flag_is_a_flag_error_not_an_architecture_error(s: Setup) {
+        let mut build = s.build();
+        build.flag("-fbogus-qola-flag");
+        let e = build.try_compile("demo").unwrap_err();
+        assert!(
+            matches!(e, qola_build::Error::RejectedFlags { .. }),
+            "{e}"
+        );
+        let message = e.to_string();
+        assert!(
+            message.contains("-fbogus-qola-flag") && !message.contains("not supported"),
+            "{message}"
+        );
+        assert!(!s.tmp.path().join("out/libdemo.a").exists());
+    }
+}
+
+with_both_compilers! {
     fn an_unsupported_arch_names_the_compiler_and_its_version(s: Setup) {
         let mut build = s.build();
         build.arch("gfx1");

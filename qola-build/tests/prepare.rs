@@ -593,12 +593,14 @@ fn hunks_at_an_offset_apply_and_are_reported() {
 }
 
 #[test]
-fn offline_with_a_missing_commit_is_an_error() {
+fn offline_with_a_missing_commit_is_an_error_unless_the_url_is_a_local_path() {
     let s = setup();
     s.prepare();
     let newer = s.demo.commit_aiter("NEWS.md", "news\n", "news");
+    let remote = "https://example.invalid/ROCm/aiter.git";
     let e = s
         .options()
+        .url(remote)
         .commit(&newer)
         .offline(true)
         .try_prepare()
@@ -613,11 +615,28 @@ fn offline_with_a_missing_commit_is_an_error() {
     let fresh = s.tmp.path().join("fresh");
     let e = s
         .options()
+        .url(remote)
         .root(&fresh)
         .offline(true)
         .try_prepare()
         .unwrap_err();
     assert!(matches!(e, Error::Offline { .. }), "{e}");
+    assert!(!fresh.exists());
+    // A local path needs no network: fetching and cloning from it work offline.
+    let p = s
+        .options()
+        .commit(&newer)
+        .offline(true)
+        .try_prepare()
+        .unwrap();
+    assert_eq!(p.commit, newer);
+    let p = s
+        .options()
+        .root(&fresh)
+        .offline(true)
+        .try_prepare()
+        .unwrap();
+    assert_action(&p, Action::Clone);
 }
 
 #[test]

@@ -95,14 +95,32 @@ pub(crate) fn validate(
     for arch in archs {
         let mut probe_command = command.to_vec();
         probe_command.extend([format!("--offload-arch={arch}"), "-c".to_string()]);
-        if let ProbeAnswer::Rejected(stderr) = probe(toolchain, &probe_command, cache, scratch)? {
-            return Err(Error::UnsupportedArch {
-                arch: arch.clone(),
+        let ProbeAnswer::Rejected(stderr) = probe(toolchain, &probe_command, cache, scratch)?
+        else {
+            continue;
+        };
+        // The flags, or the architecture? The same compile with the compiler's own flags only.
+        let bare = [
+            toolchain.path.to_string_lossy().into_owned(),
+            "-x".to_string(),
+            "hip".to_string(),
+            format!("--offload-arch={arch}"),
+            "-c".to_string(),
+        ];
+        if probe(toolchain, &bare, cache, scratch)? == ProbeAnswer::Accepted {
+            return Err(Error::RejectedFlags {
+                flags: command[1..].join(" "),
                 compiler: toolchain.path.clone(),
                 version: toolchain.version(),
                 stderr,
             });
         }
+        return Err(Error::UnsupportedArch {
+            arch: arch.clone(),
+            compiler: toolchain.path.clone(),
+            version: toolchain.version(),
+            stderr,
+        });
     }
     Ok(())
 }

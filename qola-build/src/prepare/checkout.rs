@@ -22,18 +22,23 @@ use crate::util::join;
 pub(crate) enum Network<'e> {
     /// Clone and fetch with `git` when something is missing.
     Online(&'e Env<'e>),
-    /// `QOLA_OFFLINE=1` / `CARGO_NET_OFFLINE=true`: a missing object is an error.
-    Offline,
+    /// `QOLA_OFFLINE=1` / `CARGO_NET_OFFLINE=true`: a missing object is an error, unless the
+    /// URL is a local path (`file://` or a directory), which needs no network.
+    Offline(&'e Env<'e>),
     /// `qola status`: never fetch; a missing object is reported as [`Error::FetchNeeded`].
     Never,
 }
 
 impl Network<'_> {
-    /// The git command for `what`, or the error saying why the network cannot be used.
-    fn git(&self, what: &str, root: &Path) -> Result<GitCli> {
+    /// The git command for `what` from `url`, or the error saying why the network cannot be
+    /// used.
+    fn git(&self, what: &str, root: &Path, url: &str) -> Result<GitCli> {
         match self {
             Network::Online(env) => GitCli::find(env, what),
-            Network::Offline => Err(Error::Offline {
+            Network::Offline(env) if crate::prepare::settings::is_local_url(url) => {
+                GitCli::find(env, what)
+            }
+            Network::Offline(_) => Err(Error::Offline {
                 what: what.to_string(),
                 root: root.to_path_buf(),
             }),
@@ -46,6 +51,12 @@ impl Network<'_> {
 
 /// Opens the checkout at `root`; `None` when there is none yet (missing or empty directory).
 pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
+    if std::fs::symlink_metadata(root).is_ok_and(|m| !m.is_dir()) && !root.is_dir() {
+        return Err(Error::NotACheckout {
+            root: root.to_path_buf(),
+            why: "it is a file, not a directory: choose another root (--root, QOLA_AITER_ROOT) or move the file away".to_string(),
+        });
+    }
     match std::fs::read_dir(root) {
         Err(e) if crate::util::is_absent(&e) => return Ok(None),
         Err(e) => return Err(io_error("read the checkout directory", root)(e)),
@@ -76,7 +87,7 @@ pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
 /// Clones `url` into `root` without checking out files. The clone goes to a temporary sibling
 /// first and is renamed into place, so an interrupted clone never looks like a checkout.
 pub(crate) fn clone_superproject(net: &Network, url: &str, root: &Path) -> Result<Repository> {
-    let git = net.git(&format!("clone {url} into {}", root.display()), root)?;
+    let git = net.git(&format!("clone {url} into {}", root.display()), root, url)?;
     let parent = root.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io_error("create the directory", parent))?;
     let name = root
@@ -85,6 +96,22 @@ pub(crate) fn clone_superproject(net: &Network, url: &str, root: &Path) -> Resul
         .unwrap_or_else(|| "aiter".to_string());
     remove_partial_clones(root);
     let partial = parent.join(format!(".{name}.qola-clone-{}", std::process::id()));
+    let cloned = clone_into(&git, url, root, parent, &partial);
+    if cloned.is_err() {
+        // Nothing of a failed clone stays behind.
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    cloned
+}
+
+/// The clone itself, into `partial`, then renamed to `root`.
+fn clone_into(
+    git: &GitCli,
+    url: &str,
+    root: &Path,
+    parent: &Path,
+    partial: &Path,
+) -> Result<Repository> {
     git.run(
         parent,
         &[
@@ -106,7 +133,7 @@ pub(crate) fn clone_superproject(net: &Network, url: &str, root: &Path) -> Resul
         // `open_checkout` saw no checkout here: at most an empty directory.
         std::fs::remove_dir(root).map_err(io_error("replace the empty directory", root))?;
     }
-    std::fs::rename(&partial, root).map_err(io_error("move the new clone to", root))?;
+    std::fs::rename(partial, root).map_err(io_error("move the new clone to", root))?;
     let repo = Repository::open(root).map_err(git_error("open the new clone", root))?;
     pin_config(&repo, root)?;
     Ok(repo)
@@ -218,7 +245,7 @@ pub(crate) fn resolve_commit(
     };
     if !looks_like_sha && let Some(id) = lookup(repo, spec, true) {
         let warning = match net {
-            Network::Offline => Some(format!(
+            Network::Offline(_) => Some(format!(
                 "offline: using branch `{spec}` as last fetched (origin/{spec} = {id})"
             )),
             Network::Never => Some(format!(
@@ -230,7 +257,7 @@ pub(crate) fn resolve_commit(
             return Ok((id, Some(warning)));
         }
     }
-    let git = net.git(&format!("fetch `{spec}` from {url}"), root)?;
+    let git = net.git(&format!("fetch `{spec}` from {url}"), root, url)?;
     let hint = "check aiter_commit and aiter_url; run the command above by hand to see more";
     if !looks_like_sha {
         // A branch: refresh it from origin every time (never trust a stale local ref).
@@ -296,6 +323,7 @@ fn ensure_commit(
     let git = net.git(
         &format!("fetch commit {commit} into {}", workdir.display()),
         workdir,
+        url,
     )?;
     let hint = "the pinned commit records a submodule commit its remote does not have";
     let sha = commit.to_string();
@@ -729,7 +757,7 @@ fn open_detached_submodule(
     let workdir = parent.workdir.join(path);
     let gitdir = modules_dir(parent, name);
     if !gitdir.join("HEAD").exists() {
-        let git = net.git(&format!("clone submodule {path} from {url}"), root)?;
+        let git = net.git(&format!("clone submodule {path} from {url}"), root, url)?;
         if let Ok(mut entries) = std::fs::read_dir(&workdir)
             && entries.next().is_some()
         {

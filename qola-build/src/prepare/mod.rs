@@ -100,29 +100,33 @@ impl Prepare {
         if settings.skip {
             return skip(&settings, directives);
         }
-        let mut observed = observe(&ctx, None)?;
-        let mut cloned = None;
+        let observed = observe(&ctx, None)?;
         if decide(&observed.facts) == Decision::Clone {
-            cloned = Some(Why::NoCheckout {
+            let cloned = Some(Why::NoCheckout {
                 root: settings.root.clone(),
                 url: settings.clone_url.clone(),
                 cloned: true,
             });
+            let was_empty_dir = settings.root.is_dir();
             let repo = clone_superproject(&ctx.network(), &settings.clone_url, &settings.root)?;
-            observed = observe(&ctx, Some(repo))?;
+            // A first preparation that fails leaves no checkout: the clone is this run's own.
+            let prepared = observe(&ctx, Some(repo)).and_then(|observed| {
+                let decision = decide(&observed.facts);
+                let mut report = report(&ctx, &observed, &decision);
+                report.reasons.splice(0..0, cloned.map(|w| w.reason()));
+                act(&ctx, observed, decision, report)
+            });
+            if prepared.is_err() {
+                let _ = std::fs::remove_dir_all(&settings.root);
+                if was_empty_dir {
+                    let _ = std::fs::create_dir(&settings.root);
+                }
+            }
+            return prepared;
         }
         let decision = decide(&observed.facts);
-        let mut report = report(&ctx, &observed, &decision);
-        report.reasons.splice(0..0, cloned.map(|w| w.reason()));
-        match decision {
-            Decision::UpToDate => {
-                keep_renewed_snapshot(&ctx, &mut observed, &mut report);
-                Ok(report)
-            }
-            Decision::Refuse { .. } => Err(Error::Refused(Box::new(report))),
-            Decision::Prepare(plan) => execute(&ctx, observed, &plan, report),
-            Decision::Clone => unreachable!("a clone was just made"),
-        }
+        let report = report(&ctx, &observed, &decision);
+        act(&ctx, observed, decision, report)
     }
 
     /// What [`Prepare::try_prepare`] would do and why. Writes nothing, takes no lock, never
@@ -180,6 +184,24 @@ impl Prepare {
             }
         }
         Ok(render(&changes))
+    }
+}
+
+/// Carries `decision` out (a refusal becomes [`Error::Refused`]).
+fn act(
+    ctx: &Context,
+    mut observed: Observed,
+    decision: Decision,
+    mut report: Preparation,
+) -> Result<Preparation> {
+    match decision {
+        Decision::UpToDate => {
+            keep_renewed_snapshot(ctx, &mut observed, &mut report);
+            Ok(report)
+        }
+        Decision::Refuse { .. } => Err(Error::Refused(Box::new(report))),
+        Decision::Prepare(plan) => execute(ctx, observed, &plan, report),
+        Decision::Clone => unreachable!("a checkout is there"),
     }
 }
 

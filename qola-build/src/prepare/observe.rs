@@ -91,7 +91,7 @@ impl<'a> Context<'a> {
     pub(crate) fn network(&self) -> Network<'a> {
         match self.mode {
             Mode::Status | Mode::Diff => Network::Never,
-            Mode::Prepare if self.settings.offline => Network::Offline,
+            Mode::Prepare if self.settings.offline => Network::Offline(self.env),
             Mode::Prepare => Network::Online(self.env),
         }
     }

@@ -282,6 +282,11 @@ fn is_scp_like(url: &str) -> bool {
         .is_some_and(|c| url.find('/').is_none_or(|s| c < s) && c > 1)
 }
 
+/// Whether `url` names a local repository (`file://` or a path): reaching it needs no network.
+pub(crate) fn is_local_url(url: &str) -> bool {
+    url.starts_with("file://") || !(has_scheme(url) || is_scp_like(url))
+}
+
 /// The URL for `git clone`: a local path becomes absolute.
 pub(crate) fn clone_url(url: &str) -> String {
     let url = url.trim();

@@ -371,6 +371,47 @@ with_both_compilers! {
 }
 
 with_both_compilers! {
+    fn the_log_grows_as_each_unit_ends_and_a_no_op_leaves_it_alone(s: Setup) {
+        use std::os::unix::fs::PermissionsExt;
+        // A launcher that copies the log as each compile starts.
+        let seen = s.tmp.path().join("seen");
+        std::fs::create_dir_all(&seen).unwrap();
+        let log = s.tmp.path().join("out/qola-compile.log");
+        let launcher = s.tmp.path().join("copy-log.sh");
+        std::fs::write(
+            &launcher,
+            format!(
+                "#!/bin/sh\nn=$(ls '{dir}' | wc -l)\ncp '{log}' '{dir}/'$n.txt\nexec \"$@\"\n",
+                dir = seen.display(),
+                log = log.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut build = s.build();
+        build.jobs(1).launcher(&launcher.to_string_lossy());
+        let report = build.try_compile("demo").unwrap();
+        assert_eq!(compiled(&report).len(), 3);
+        let third = std::fs::read_to_string(seen.join("2.txt")).unwrap();
+        let lines: Vec<&str> = third.lines().collect();
+        assert!(lines[0].starts_with("jobs: 1 at once"), "{third}");
+        assert_eq!(lines.len(), 3, "two units ended before the third began: {third}");
+        assert!(
+            lines[1].starts_with("compiled") && lines[1].contains("(1/3 done, ")
+                && lines[2].contains("(2/3 done, ") && lines[2].contains(" left)"),
+            "{third}"
+        );
+        let full = std::fs::read_to_string(&log).unwrap();
+        assert!(full.ends_with(&format!("summary: {}\n", report.summary())), "{full}");
+        // A build that compiles nothing writes nothing: the log stays as it is.
+        let before = std::fs::metadata(&log).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(compiled(&s.compile()).is_empty());
+        assert_eq!(std::fs::metadata(&log).unwrap().modified().unwrap(), before);
+    }
+}
+
+with_both_compilers! {
     fn a_rejected_flag_is_a_flag_error_not_an_architecture_error(s: Setup) {
         let mut build = s.build();
         build.flag("-fbogus-qola-flag");

@@ -108,7 +108,13 @@ fn run_one(job: &Job) -> Outcome {
 }
 
 /// Runs `jobs`, at most `limit` at a time; returns the outcomes of the jobs that ran.
-pub(crate) fn run_all(jobs: Vec<Job>, limit: usize) -> Vec<Outcome> {
+/// `started` and `ended` are called as each job starts and ends (progress).
+pub(crate) fn run_all(
+    jobs: Vec<Job>,
+    limit: usize,
+    started: &(dyn Fn(&Job) + Sync),
+    ended: &(dyn Fn(&Outcome) + Sync),
+) -> Vec<Outcome> {
     let workers = limit.max(1).min(jobs.len());
     let queue = Mutex::new(jobs.into_iter().collect::<VecDeque<_>>());
     let failed = AtomicBool::new(false);
@@ -129,8 +135,10 @@ pub(crate) fn run_all(jobs: Vec<Job>, limit: usize) -> Vec<Outcome> {
                         (0, _) | (_, None) => None,
                         (_, Some(client)) => client.acquire().ok(),
                     };
+                    started(&job);
                     let outcome = run_one(&job);
                     drop(token);
+                    ended(&outcome);
                     if outcome.failure.is_some() {
                         failed.store(true, Ordering::SeqCst);
                     }

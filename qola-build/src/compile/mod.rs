@@ -29,9 +29,9 @@ mod link;
 mod memory;
 mod object_cache;
 pub(crate) mod probe;
+mod progress;
 pub(crate) mod toolchain;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -153,27 +153,6 @@ impl CompileReport {
             self.toolchain.version(),
             self.log.display()
         )
-    }
-
-    /// The build log: why so many compiles ran at once, a line per unit (compiled or cached,
-    /// seconds, peak memory), the summary.
-    fn log_text(&self, summary: &str) -> String {
-        let mut text = format!("jobs: {}\n", self.jobs_reason);
-        for unit in &self.units {
-            let memory = unit
-                .peak_memory
-                .map_or("-".to_string(), |b| format!("{}MB", b >> 20));
-            let _ = writeln!(
-                text,
-                "{:8} {:7.2}s {:>7} {}",
-                if unit.compiled { "compiled" } else { "cached" },
-                unit.elapsed.as_secs_f64(),
-                memory,
-                unit.source.display()
-            );
-        }
-        let _ = writeln!(text, "summary: {summary}");
-        text
     }
 }
 
@@ -477,14 +456,32 @@ impl HipBuild {
         let counters_before = (!jobs_to_run.is_empty())
             .then(|| launcher::Counters::read(&resolved.launcher))
             .flatten();
-        let outcomes = jobs::run_all(jobs_to_run, parallelism.jobs);
+        let log = out_dir.join("qola-compile.log");
+        // A build that compiles nothing writes nothing, not even its log.
+        let progress = if jobs_to_run.is_empty() {
+            None
+        } else {
+            Some(progress::Progress::start(
+                &log,
+                &parallelism.reason,
+                units.iter().map(|u| u.source.clone()).collect(),
+                jobs_to_run.len(),
+                parallelism.jobs,
+                self.cargo_metadata,
+            )?)
+        };
+        let outcomes = match &progress {
+            Some(p) => jobs::run_all(jobs_to_run, parallelism.jobs, &|j| p.started(j), &|o| {
+                p.ended(o)
+            }),
+            None => Vec::new(),
+        };
         let launcher_hits = counters_before.and_then(|before| {
             launcher::Counters::read(&resolved.launcher).map(|after| before.since(&after))
         });
         // A launcher's cache answer is not a compile: its peak says nothing about the unit's.
         let record_peaks =
             resolved.launcher.is_empty() || launcher_hits.is_some_and(|h| h.hits == 0);
-        let log = out_dir.join("qola-compile.log");
         if let Some(failed) = outcomes.iter().find(|o| o.failure.is_some()) {
             for (_, _, object, depfile) in &scratch {
                 let _ = std::fs::remove_file(object);
@@ -592,9 +589,15 @@ impl HipBuild {
             jobs_reason: parallelism.reason,
             launcher_hits,
         };
-        let summary = report.summary();
-        write_atomic(&report.log, report.log_text(&summary).as_bytes())?;
-        if report.compiled() > 0 {
+        if let Some(progress) = progress {
+            let summary = report.summary();
+            let cached: Vec<&Path> = report
+                .units
+                .iter()
+                .filter(|u| !u.compiled)
+                .map(|u| u.source.as_path())
+                .collect();
+            progress.finish(&cached, &summary)?;
             directives.warning(&summary);
         }
         Ok(report)

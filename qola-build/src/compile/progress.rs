@@ -1,0 +1,144 @@
+//! Progress of a build that compiles: `OUT_DIR/qola-compile.log` is started before the first
+//! compile (its first line says how many run at once and why) and appended and flushed as each
+//! unit ends, with how many are done, the unit's time and peak memory, and an estimate of the
+//! time left; cached units and the summary follow at the end. In a build script its path and
+//! each compile command are printed as plain lines, which `cargo build -vv` shows. A build that
+//! compiles nothing leaves the previous log as it is (a no-op writes nothing).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::jobs::{Job, Outcome};
+use crate::error::{Result, io_error};
+use crate::util::shell_quote;
+
+/// The log of a running build.
+pub(crate) struct Progress {
+    file: Mutex<(std::fs::File, usize)>,
+    path: PathBuf,
+    sources: Vec<PathBuf>,
+    total: usize,
+    start: Instant,
+    print: bool,
+}
+
+impl Progress {
+    /// Starts the log at `path` for `total` compiles of `sources` (by unit index), `jobs` at
+    /// once; `print`: in a build script, print where the log is and each command.
+    pub(crate) fn start(
+        path: &Path,
+        jobs_reason: &str,
+        sources: Vec<PathBuf>,
+        total: usize,
+        jobs: usize,
+        print: bool,
+    ) -> Result<Progress> {
+        let mut file = std::fs::File::create(path).map_err(io_error("create the log", path))?;
+        writeln!(file, "jobs: {jobs_reason}").map_err(io_error("write the log", path))?;
+        if print {
+            println!(
+                "qola: compiling {total} of {} HIP units, {jobs} at once; progress in {}",
+                sources.len(),
+                path.display()
+            );
+        }
+        Ok(Progress {
+            file: Mutex::new((file, 0)),
+            path: path.to_path_buf(),
+            sources,
+            total,
+            start: Instant::now(),
+            print,
+        })
+    }
+
+    /// A compile starts: its command (`-vv`).
+    pub(crate) fn started(&self, job: &Job) {
+        if self.print {
+            let command: Vec<String> = job.argv.iter().map(|a| shell_quote(a)).collect();
+            println!("qola: running {}", command.join(" "));
+        }
+    }
+
+    /// A compile ended: one line, flushed.
+    pub(crate) fn ended(&self, outcome: &Outcome) {
+        let mut guard = self.file.lock().expect("log lock");
+        guard.1 += 1;
+        let done = guard.1;
+        // Wall time per unit so far (the parallelism is in it), times the units left.
+        let spent = self.start.elapsed();
+        let left = spent.mul_f64(self.total.saturating_sub(done) as f64 / done as f64);
+        let line = format!(
+            "{} ({done}/{} done, {:.0}s so far, about {} left)",
+            unit_line(
+                if outcome.failure.is_some() {
+                    "failed"
+                } else {
+                    "compiled"
+                },
+                outcome.elapsed,
+                outcome.peak_memory,
+                &self.sources[outcome.unit],
+            ),
+            self.total,
+            spent.as_secs_f64(),
+            duration_words(left),
+        );
+        let _ = writeln!(guard.0, "{line}").and_then(|()| guard.0.flush());
+        if self.print {
+            println!("qola: {line}");
+        }
+    }
+
+    /// The cached units and the summary close the log.
+    pub(crate) fn finish(self, cached: &[&Path], summary: &str) -> Result<()> {
+        let (mut file, _) = self.file.into_inner().expect("log lock");
+        let mut text = String::new();
+        for source in cached {
+            let _ = writeln!(
+                text,
+                "{}",
+                unit_line("cached", Duration::ZERO, None, source)
+            );
+        }
+        let _ = writeln!(text, "summary: {summary}");
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(io_error("write the log", &self.path))
+    }
+}
+
+/// One unit: what happened, seconds, peak memory, source.
+fn unit_line(what: &str, elapsed: Duration, peak: Option<u64>, source: &Path) -> String {
+    let memory = peak.map_or("-".to_string(), |b| format!("{}MB", b >> 20));
+    format!(
+        "{what:8} {:7.2}s {memory:>7} {}",
+        elapsed.as_secs_f64(),
+        source.display()
+    )
+}
+
+/// `3h 05m`, `12m 40s`, `35s`.
+fn duration_words(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        assert_eq!(duration_words(Duration::from_secs(35)), "35s");
+        assert_eq!(duration_words(Duration::from_secs(760)), "12m 40s");
+        assert_eq!(duration_words(Duration::from_secs(11_100)), "3h 05m");
+    }
+}

@@ -300,3 +300,65 @@ fn a_held_lock_makes_prepare_say_it_waits() {
     assert!(child.wait().unwrap().success());
     assert!(rest.contains("up-to-date"), "{rest}");
 }
+
+/// The README's CMake snippet (`examples/cmake/CMakeLists.txt`) with real CMake: a second
+/// configure changes no mtime in the checkout; touching a patch makes the next build configure
+/// again and run `qola prepare`, which rewrites nothing.
+#[test]
+fn cmake_configures_with_qola_and_reconfigures_when_a_patch_changes() {
+    let Some(cmake) = qola_tests::tool("cmake", "cmake") else {
+        return;
+    };
+    let s = setup();
+    let manifest = s.tmp.path().join("qola.toml");
+    write(
+        s.tmp.path(),
+        "qola.toml",
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"{}\"\n",
+            s.demo.commit,
+            s.demo.aiter.display(),
+            s.demo.patches.display()
+        ),
+    );
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cmake");
+    let build = s.tmp.path().join("build");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&cmake)
+            .args(args)
+            .env("QOLA_AITER_ROOT", &s.root)
+            .env("QOLA_CACHE_DIR", s.cache())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "cmake {args:?}: {text}");
+        text
+    };
+    let configure = [
+        "-S",
+        source.to_str().unwrap(),
+        "-B",
+        build.to_str().unwrap(),
+        &format!("-DQOLA={}", env!("CARGO_BIN_EXE_qola")),
+        &format!("-DQOLA_MANIFEST={}", manifest.display()),
+    ];
+    let first = run(&configure);
+    assert!(first.contains("qola prepare: clone"), "{first}");
+    let before = mtimes(&s.root);
+    tick();
+    let second = run(&configure);
+    assert!(second.contains("qola prepare: up-to-date"), "{second}");
+    assert_nothing_written(&before, &s.root);
+    // Nothing changed: the build does not configure again.
+    let quiet = run(&["--build", build.to_str().unwrap()]);
+    assert!(!quiet.contains("qola prepare"), "{quiet}");
+    // A touched patch: configure and qola run again; the tree is left as it is.
+    touch(&s.demo.patches.join(qola_tests::DEMO_PATCHES[0].0));
+    let again = run(&["--build", build.to_str().unwrap()]);
+    assert!(again.contains("qola prepare: up-to-date"), "{again}");
+    assert_nothing_written(&before, &s.root);
+}

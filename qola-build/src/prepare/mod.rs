@@ -98,7 +98,7 @@ impl Prepare {
         remove_partial_clones(&settings.root);
         let ctx = Context::new(&settings, &env, directives, Mode::Prepare)?;
         if settings.skip {
-            return skip(&settings, directives);
+            return skip(&ctx);
         }
         let observed = observe(&ctx, None)?;
         if decide(&observed.facts) == Decision::Clone {
@@ -137,7 +137,7 @@ impl Prepare {
         let settings = self.settings(&env, &directives)?;
         let ctx = Context::new(&settings, &env, &directives, Mode::Status)?;
         if settings.skip {
-            return skip(&settings, &directives);
+            return skip(&ctx);
         }
         let observed = match observe(&ctx, None) {
             Ok(observed) => observed,
@@ -145,6 +145,7 @@ impl Prepare {
                 return Ok(Preparation {
                     action: Action::Resync,
                     reasons: vec![Why::FetchNeeded(what).reason()],
+                    inputs: inputs(&settings, &ctx.series),
                     ..empty_report(&settings)
                 });
             }
@@ -245,6 +246,7 @@ fn report(ctx: &Context, observed: &Observed, decision: &Decision) -> Preparatio
         edited_paths: edited.iter().map(|p| shown(p)).collect(),
         untracked_paths: observed.untracked.clone(),
         warnings,
+        inputs: inputs(ctx.settings, &ctx.series),
         ..empty_report(ctx.settings)
     }
 }
@@ -262,11 +264,21 @@ fn empty_report(settings: &Settings) -> Preparation {
         untracked_paths: Vec::new(),
         backup: None,
         warnings: Vec::new(),
+        inputs: Vec::new(),
     }
 }
 
+/// What a preparation depends on: the manifest, the patch directory, each patch.
+fn inputs(settings: &Settings, series: &crate::prepare::patch::Series) -> Vec<std::path::PathBuf> {
+    let mut inputs: Vec<std::path::PathBuf> = settings.manifest_path.iter().cloned().collect();
+    inputs.extend(series.dir.iter().cloned());
+    inputs.extend(series.patches.iter().map(|p| p.path.clone()));
+    inputs
+}
+
 /// `QOLA_SKIP_PREPARE=1`: report how the tree differs from the prepared state, write nothing.
-fn skip(settings: &Settings, directives: &Directives) -> Result<Preparation> {
+fn skip(ctx: &Context) -> Result<Preparation> {
+    let (settings, directives) = (ctx.settings, ctx.directives);
     let root = &settings.root;
     let Some(repo) = open_checkout(root)? else {
         return Err(Error::SkipWithoutCheckout { root: root.clone() });
@@ -315,6 +327,7 @@ fn skip(settings: &Settings, directives: &Directives) -> Result<Preparation> {
         fingerprint,
         expected_fingerprint: stamp.map(|s| s.fingerprint),
         warnings: vec![message],
+        inputs: inputs(settings, &ctx.series),
         ..empty_report(settings)
     })
 }

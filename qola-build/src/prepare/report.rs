@@ -142,6 +142,9 @@ pub struct Preparation {
     pub backup: Option<PathBuf>,
     /// Warnings (hunks applied at an offset, differing paths under skip, offline branch use).
     pub warnings: Vec<String>,
+    /// The files the preparation depends on: the manifest, the patch directory and each patch
+    /// (for CMake's `CMAKE_CONFIGURE_DEPENDS`, as a build script's `rerun-if-changed`).
+    pub inputs: Vec<PathBuf>,
 }
 
 impl std::fmt::Display for Preparation {

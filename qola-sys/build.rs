@@ -5,7 +5,8 @@
 //!   `[[modules]]`): qola's own portable kernels in `kernels/`; no AITER.
 //! * `QOLA_KERNELS=aiter` (the default when `QOLA_MANIFEST` names such a manifest): AITER's
 //!   kernels. The AITER tree is prepared (`prepare_aiter()`, with
-//!   the workspace's `qola.toml` unless `QOLA_MANIFEST` names another), each selected module of
+//!   qola-sys's own `qola.toml`, shipped in the package with its patch series, unless
+//!   `QOLA_MANIFEST` names another), each selected module of
 //!   the manifest is generated and compiled with AITER's flags, its hsa code objects embedded,
 //!   with qola's C API wrapper (`aiter/`). `QOLA_AITER_MODULES` selects modules (default: all of
 //!   the manifest's that have a wrapper: `libmha_fwd`, `libmha_bwd`); `QOLA_CK_FILTER` narrows
@@ -146,7 +147,7 @@ fn selected_modules<'m>(
 fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
     let manifest_path = match env("QOLA_MANIFEST")? {
         Some(path) => PathBuf::from(path),
-        None => manifest_dir.join("../qola.toml"),
+        None => manifest_dir.join("qola.toml"),
     };
     let manifest = qola_build::Manifest::from_path(&manifest_path)?;
     let selection = env("QOLA_AITER_MODULES")?;

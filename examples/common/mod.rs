@@ -1,5 +1,5 @@
 //! What the benchmarks on the real AITER tree share: the workspace's manifest, a prepared
-//! checkout of the real tree (the amd-aiter wheel as git repositories, with `patches/aiter`),
+//! checkout of the real tree (the amd-aiter wheel as git repositories, with `qola-sys/patches/aiter`),
 //! and an AITER module generated for one architecture.
 
 use std::path::{Path, PathBuf};
@@ -13,9 +13,9 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The workspace's `qola.toml`.
+/// qola-sys's `qola.toml` (the default manifest).
 pub fn manifest() -> Manifest {
-    Manifest::from_path(&workspace().join("qola.toml")).unwrap_or_else(|e| panic!("{e}"))
+    Manifest::from_path(&workspace().join("qola-sys/qola.toml")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The manifest's module `name`.
@@ -35,7 +35,7 @@ pub fn prepare_real(root: &Path, cache: &Path) {
         .root(root)
         .url(real.upstream.to_string_lossy())
         .commit(&real.commit)
-        .patches_dir(workspace().join("patches/aiter"))
+        .patches_dir(workspace().join("qola-sys/patches/aiter"))
         .cache_dir(cache)
         .cargo_metadata(false)
         .try_prepare()

@@ -6,7 +6,9 @@
 //! * qola-sys with `QOLA_KERNELS=aiter` and a module it cannot build stops with a clear error
 //!   before preparing anything;
 //! * qola-sys builds narrow AITER `libmha_fwd` and `libmha_bwd` for gfx942 that export only the
-//!   C API, the forward linking into a program that runs; the next build compiles nothing;
+//!   C API, the forward linking into a program that runs; the next build compiles nothing; this
+//!   one and a build of the built-in kernels use the packaged crates (`cargo package`), so
+//!   nothing from the repository but what the `.crate` files hold;
 //! * qola-sys with `DOCS_RS` set compiles nothing (not even finding a compiler).
 //!
 //! The crates build in `target/qola-fixtures/downstream-target`, kept between test runs.
@@ -157,6 +159,85 @@ fn qola_sys_dependent(dir: &Path) {
     );
 }
 
+/// qola-build and qola-sys as `cargo package` makes them (the `.crate` files, unpacked), made
+/// once per test process under `target/qola-fixtures/packaged`.
+fn packaged_crates() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = fixtures_dir().join("package-target");
+        let out = Command::new(env!("CARGO"))
+            .current_dir(workspace())
+            .args([
+                "package",
+                "-p",
+                "qola-build",
+                "-p",
+                "qola-sys",
+                "--no-verify",
+            ])
+            .args(["--allow-dirty", "--offline", "--target-dir"])
+            .arg(&target)
+            .output()
+            .expect("run cargo package");
+        assert!(out.status.success(), "{}", text(&out));
+        let dir = fixtures_dir().join(format!("packaged-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["qola-build-0.1.0", "qola-sys-0.1.0"] {
+            let status = Command::new("tar")
+                .current_dir(&dir)
+                .arg("xzf")
+                .arg(target.join(format!("package/{name}.crate")))
+                .status()
+                .unwrap();
+            assert!(status.success(), "unpack {name}.crate");
+        }
+        dir
+    })
+}
+
+/// A crate depending on the packaged qola-sys, whose packaged build-dependency qola-build
+/// (`version = "0.1.0"` in its manifest) is patched to the packaged one: nothing from the
+/// repository but the two `.crate` files' contents.
+fn packaged_qola_sys_dependent(dir: &Path) {
+    let crates = packaged_crates();
+    downstream(
+        dir,
+        "",
+        &format!(
+            "qola-sys = {{ path = \"{}\" }}\n\n[patch.crates-io]\nqola-build = {{ path = \"{}\" }}",
+            crates.join("qola-sys-0.1.0").display(),
+            crates.join("qola-build-0.1.0").display()
+        ),
+        "fn main() {}\n",
+    );
+}
+
+#[test]
+fn the_packaged_qola_sys_builds_its_built_in_kernels() {
+    if !hipcc_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    packaged_qola_sys_dependent(tmp.path());
+    let cache = tmp.path().join("cache");
+    let out = cargo(
+        tmp.path(),
+        "build",
+        &[
+            ("GPU_ARCHS", Path::new("gfx90a")),
+            ("QOLA_CACHE_DIR", &cache),
+        ],
+    );
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains("packaged-"),
+        "built from the packaged crates: {log}"
+    );
+    assert!(log.contains("qola compiled 10 of 10 HIP units"), "{log}");
+}
+
 #[test]
 fn qola_sys_stops_before_preparing_when_an_aiter_module_cannot_be_built() {
     let tmp = tempfile::tempdir().unwrap();
@@ -228,7 +309,9 @@ fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api(
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    qola_sys_dependent(tmp.path());
+    // From the packaged crates: their default manifest and patch series, nothing else from
+    // the repository (only the AITER source comes from a local mirror, QOLA_AITER_URL).
+    packaged_qola_sys_dependent(tmp.path());
     let fixtures = fixtures_dir();
     let commit = PathBuf::from(&real.commit);
     // The checkout and the object cache persist between runs (a warm machine compiles nothing).

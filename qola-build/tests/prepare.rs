@@ -709,7 +709,7 @@ fn missing_commit_is_an_error_naming_the_ways_to_set_it() {
 
 #[test]
 fn default_manifest_pins_upstream_aiter_and_our_series() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola.toml");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/qola.toml");
     let m = qola_build::Manifest::from_path(&path).unwrap();
     assert_eq!(
         m.qola.aiter_commit.as_deref(),

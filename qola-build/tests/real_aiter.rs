@@ -1,5 +1,5 @@
 //! The real AITER tree (9,095 tracked paths with composable_kernel, from the amd-aiter wheel)
-//! prepared with qola's own series in `patches/aiter`: one patch for AITER only, one for
+//! prepared with qola's own series in `qola-sys/patches/aiter`: one patch for AITER only, one for
 //! composable_kernel only, one for both. In CI the wheel is required; elsewhere the test says why
 //! it skips.
 
@@ -12,7 +12,7 @@ use common::{assert_nothing_written, changed, git, mtimes};
 use qola_build::{Action, Prepare, ReasonKind};
 
 fn series() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../patches/aiter")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/patches/aiter")
 }
 
 const AITER_ONLY: &str = "csrc/include/aiter_hip_common.h";

@@ -388,7 +388,7 @@ fn mutated_real_patches_are_refused_or_give_git_applys_tree() {
 
 #[test]
 fn every_patch_of_qolas_own_series_parses() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../patches/aiter");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/patches/aiter");
     let series = super::load_series(Some(&dir)).unwrap();
     assert!(series.patches.len() >= 5);
     for patch in &series.patches {

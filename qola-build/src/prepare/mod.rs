@@ -102,18 +102,18 @@ impl Prepare {
         }
         let observed = observe(&ctx, None)?;
         if decide(&observed.facts) == Decision::Clone {
-            let cloned = Some(Why::NoCheckout {
+            let cloned = Why::NoCheckout {
                 root: settings.root.clone(),
                 url: settings.clone_url.clone(),
                 cloned: true,
-            });
+            };
             let was_empty_dir = settings.root.is_dir();
             let repo = clone_superproject(&ctx.network(), &settings.clone_url, &settings.root)?;
             // A first preparation that fails leaves no checkout: the clone is this run's own.
             let prepared = observe(&ctx, Some(repo)).and_then(|observed| {
                 let decision = decide(&observed.facts);
                 let mut report = report(&ctx, &observed, &decision);
-                report.reasons.splice(0..0, cloned.map(|w| w.reason()));
+                report.reasons.insert(0, cloned.reason());
                 act(&ctx, observed, decision, report)
             });
             if prepared.is_err() {

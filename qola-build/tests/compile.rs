@@ -593,21 +593,18 @@ fn a_killed_build_leaves_no_corrupt_entry() {
         return;
     }
     let Some(s) = setup() else { return };
-    // One unit at a time (a second or more each): killed as soon as the first unit is
-    // installed (object and record), the build is inside the second compile.
+    // One unit at a time (a second or more each): killed as soon as the first compile wrote
+    // its output, the build is inside the second compile (objects are installed after the
+    // compiles, each by a rename, its record after it).
     let mut running = common::child("a_killed_build_leaves_no_corrupt_entry")
         .env("QOLA_TEST_DIR", s.tmp.path())
         .spawn()
         .unwrap();
+    let scratch = s.tmp.path().join("cache/hip/tmp");
     let objects = s.tmp.path().join("cache/hip/objects");
     let records = s.tmp.path().join("cache/hip/units");
-    let first_installed = || {
-        std::fs::read_dir(&records).is_ok_and(|d| {
-            d.flatten()
-                .any(|e| e.path().extension().is_some_and(|x| x == "json"))
-        })
-    };
-    while !first_installed() && running.try_wait().unwrap().is_none() {
+    let first_compiled = || std::fs::read_dir(&scratch).is_ok_and(|d| d.flatten().next().is_some());
+    while !first_compiled() && running.try_wait().unwrap().is_none() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     running.kill().unwrap();
@@ -620,7 +617,7 @@ fn a_killed_build_leaves_no_corrupt_entry() {
     // A unit is reusable once its record is written (after its object is in place).
     let complete = listed(&records).len();
     assert!(
-        (1..3).contains(&complete),
+        complete < 3,
         "the kill came too late to test anything: {complete} units"
     );
     for object in listed(&objects) {

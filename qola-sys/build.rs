@@ -171,38 +171,28 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
             Some(filter) => Some(filter),
             None => any_ck_filter.clone(),
         };
-        let aiter = qola_build::aiter::prepare_module(&qola_build::aiter::AiterModuleSpec {
-            root: &prepared.root,
-            module,
-            archs: &archs,
-            gen_dir: &out_dir.join("aiter-gen"),
-            cache: &cache,
-            ck_filter: ck_filter.as_deref(),
-            compiler: None,
-            cargo_metadata: true,
-        })?;
-        let hsa_dir = out_dir.join(format!("hsa-{}", aiter.recipe.name));
-        std::fs::create_dir_all(&hsa_dir)?;
-        let arch = archs.first().ok_or("no GPU architecture")?;
-        for subdir in &module.hsa_subdirs {
-            let dir = prepared.root.join("hsa").join(arch).join(subdir);
-            if dir.exists() {
-                println!("cargo:rerun-if-changed={}", dir.display());
-            }
-        }
-        qola_build::aiter::embed_hsa(&prepared.root, arch, &module.hsa_subdirs, &hsa_dir)?;
-        let mut build = aiter.hip_build();
-        build
-            .file(wrappers.join(source))
-            .include(&hsa_dir)
-            .include(kernels.join("include"))
-            .define("AITER_EMBEDDED_HSA", None)
-            .manifest_archs(&manifest.build.architectures);
-        for symbol in exports {
-            build.export(symbol);
-        }
-        let name = &aiter.recipe.name;
-        let report = build.try_compile(name.strip_prefix("lib").unwrap_or(name))?;
+        let api = qola_build::aiter::Api::C {
+            sources: vec![wrappers.join(source)],
+            include: kernels.join("include"),
+            exports: exports.iter().map(|s| s.to_string()).collect(),
+        };
+        let library = qola_build::aiter::library(
+            &qola_build::aiter::AiterModuleSpec {
+                root: &prepared.root,
+                module,
+                archs: &archs,
+                gen_dir: &out_dir.join("aiter-gen"),
+                cache: &cache,
+                ck_filter: ck_filter.as_deref(),
+                compiler: None,
+                cargo_metadata: true,
+            },
+            &api,
+        )?;
+        let name = &library.module.recipe.name;
+        let report = library
+            .build
+            .try_compile(name.strip_prefix("lib").unwrap_or(name))?;
         libraries.push(report.library.display().to_string());
     }
     println!("cargo:rustc-env=QOLA_MHA_LIBRARIES={}", libraries.join(";"));

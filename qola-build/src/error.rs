@@ -19,17 +19,42 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// The manifest is not valid: a syntax error, an unknown key or a value of the wrong type.
-    #[error("manifest {}:{line}: {key}: {message}; fix that line (known keys: [qola] aiter_commit, aiter_url, namespace, patches_dir; [build] architectures, mode; [[modules]] name, group, mode, receipt, drop_srcs, drop_directions, hsa_subdirs, md_name)", path.display())]
+    /// The manifest is not valid: syntax errors, unknown keys, values of the wrong type or
+    /// meaning. Every problem of the file is listed.
+    #[error("manifest {} has {} problem{}:{}\nfix these lines; the manifest's keys are documented in qola-build's `manifest` module (QoLA's keys with QoLA's meaning)", path.display(), problems.len(), if problems.len() == 1 { "" } else { "s" }, manifest_problems(path, problems))]
     Manifest {
         /// The manifest file.
         path: PathBuf,
-        /// 1-based line of the problem.
-        line: usize,
-        /// The key concerned, as `[table] key`, or `syntax` for a parse error.
-        key: String,
-        /// What is wrong.
-        message: String,
+        /// Every problem, in line order.
+        problems: Vec<crate::manifest::Problem>,
+    },
+
+    /// `qola build` needs a manifest and none was given.
+    #[error(
+        "no manifest: `qola build` builds the [[modules]] of a manifest; pass --manifest FILE (or set QOLA_MANIFEST)"
+    )]
+    NoManifest,
+
+    /// An option or manifest setting that cannot be served as asked.
+    #[error("{option}: {problem}")]
+    InvalidOption {
+        /// The option or setting.
+        option: String,
+        /// What is wrong, and the way out.
+        problem: String,
+    },
+
+    /// The compiler's HIP version is none of the manifest's `rocm_versions`.
+    #[error("manifest {} asks for ROCm {} (`[qola] rocm_versions`), but the HIP compiler {} is HIP {found}: use a matching ROCm (HIPCC, ROCM_PATH) or add its version to rocm_versions", manifest.display(), wanted.join(" or "), compiler.display())]
+    RocmVersion {
+        /// The manifest.
+        manifest: PathBuf,
+        /// The versions it names.
+        wanted: Vec<String>,
+        /// The compiler's HIP version.
+        found: String,
+        /// The compiler.
+        compiler: PathBuf,
     },
 
     /// An environment variable has a value qola cannot use.
@@ -392,6 +417,8 @@ impl Error {
             | ConflictingOptions { .. }
             | NoCommit { .. }
             | NoCacheDir
+            | NoManifest
+            | InvalidOption { .. }
             | NoOutDir => ErrorKind::Input,
             GitNotFound { .. }
             | GitCommand { .. }
@@ -414,11 +441,27 @@ impl Error {
             | NoGpuArch
             | UnsupportedArch { .. }
             | RejectedFlags { .. }
+            | RocmVersion { .. }
             | ToolchainTooOld { .. } => ErrorKind::Toolchain,
             Compile { .. } | Link { .. } => ErrorKind::Compile,
             AiterConfig { .. } | Codegen { .. } => ErrorKind::Aiter,
         }
     }
+}
+
+fn manifest_problems(path: &std::path::Path, problems: &[crate::manifest::Problem]) -> String {
+    let mut out = String::new();
+    for p in problems {
+        let _ = write!(
+            out,
+            "\n  {}:{}: {}: {}",
+            path.display(),
+            p.line,
+            p.key,
+            p.message
+        );
+    }
+    out
 }
 
 fn patch_failed_message(

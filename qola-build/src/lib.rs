@@ -101,11 +101,11 @@ pub mod manifest;
 mod prepare;
 mod util;
 
-pub use aiter::plan::{GeneratorPlan, ModulePlan, Plan};
+pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuild};
 pub use compile::{CompilePlan, CompileReport, HipBuild, LauncherHits, PlannedUnit, UnitReport};
 
 /// The GPU architectures to compile for, as [`HipBuild`] resolves them (`QOLA_GPU_ARCHS`,
-/// `GPU_ARCHS`, then `manifest_archs`, then this machine's GPUs), from a build script.
+/// then `manifest_archs`, then `GPU_ARCHS`, then this machine's GPUs), from a build script.
 pub fn gpu_archs(manifest_archs: &[String]) -> Result<Vec<String>> {
     let directives = build_script::Directives::new(true);
     compile::archs::resolve(&build_script::Env::new(&directives), &[], manifest_archs)

@@ -293,22 +293,33 @@ fn the_plan_gives_one_instance_aiters_flags() {
 }
 
 #[test]
-fn hsa_embedding_holds_every_code_object_of_the_subdir() {
+fn hsa_embedding_holds_every_code_object_of_each_architecture() {
     let Some(root) = prepared() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let embedded = embed_hsa(&root, "gfx942", &["fmha_v3_fwd".to_string()], tmp.path()).unwrap();
+    let archs = ["gfx942".to_string(), "gfx950".to_string()];
+    let embedded = embed_hsa(&root, &archs, &["fmha_v3_fwd".to_string()], tmp.path()).unwrap();
     let mut on_disk = Vec::new();
-    let mut stack = vec![root.join("hsa/gfx942/fmha_v3_fwd")];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else if e.path().extension().is_some_and(|x| x == "co") {
-                on_disk.push(e.metadata().unwrap().len());
+    for arch in &archs {
+        let mut count = 0;
+        let mut stack = vec![root.join("hsa").join(arch).join("fmha_v3_fwd")];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                } else if e.path().extension().is_some_and(|x| x == "co") {
+                    on_disk.push(e.metadata().unwrap().len());
+                    count += 1;
+                }
             }
         }
+        assert!(count > 0, "{arch} has code objects");
+        assert!(
+            embedded.per_arch.contains(&(arch.clone(), count)),
+            "{:?}",
+            embedded.per_arch
+        );
     }
     assert!(!on_disk.is_empty());
     assert_eq!(embedded.blobs, on_disk.len());

@@ -31,13 +31,19 @@
 
 mod codegen;
 mod hsa;
-pub(crate) mod plan;
+mod library;
+mod output;
+mod plan;
 mod recipe;
+pub mod registry;
 
 use std::path::{Path, PathBuf};
 
 pub use codegen::Generated;
 pub use hsa::{EmbeddedHsa, embed_hsa};
+pub use library::{AiterLibrary, Api, library, write_public_headers};
+pub use output::{BuildOutcome, BuildRecord, ModulePlan, ModuleRecord, OutputBuild, Summary};
+pub use plan::GeneratorPlan;
 pub use recipe::{AiterPaths, ModuleRecipe};
 
 use crate::build_script::Env;
@@ -231,7 +237,7 @@ fn prepare_with(
         root: spec.root.to_path_buf(),
         arch: arch.clone(),
     };
-    let mut recipe = recipe::load(&paths, &spec.module.name, env)?;
+    let mut recipe = recipe::load(&paths, &spec.module.name, &spec.module.recipe, env)?;
     recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
     if let Some(filter) = spec.ck_filter {
         for cmd in &mut recipe.blob_gen_cmd {

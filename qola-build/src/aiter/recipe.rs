@@ -270,8 +270,13 @@ fn split_args(args: &str) -> Vec<String> {
 }
 
 /// Reads `aiter/jit/optCompilerConfig.json` from the prepared tree at `paths.root` and evaluates
-/// the entry `module`.
-pub(crate) fn load(paths: &AiterPaths, module: &str, env: &Env) -> Result<ModuleRecipe> {
+/// the entry `module`, with the fields of `overrides` (a manifest's) replacing the entry's.
+pub(crate) fn load(
+    paths: &AiterPaths,
+    module: &str,
+    overrides: &BTreeMap<String, Value>,
+    env: &Env,
+) -> Result<ModuleRecipe> {
     let file = paths.root.join("aiter/jit/optCompilerConfig.json");
     let text = std::fs::read_to_string(&file).map_err(crate::error::io_error("read", &file))?;
     let all: BTreeMap<String, Value> =
@@ -281,7 +286,7 @@ pub(crate) fn load(paths: &AiterPaths, module: &str, env: &Env) -> Result<Module
             expression: file.display().to_string(),
             why: e.to_string(),
         })?;
-    let entry = all.get(module).ok_or_else(|| Error::AiterConfig {
+    let mut entry = all.get(module).cloned().ok_or_else(|| Error::AiterConfig {
         module: module.to_string(),
         field: "(entry)".to_string(),
         expression: String::new(),
@@ -291,6 +296,11 @@ pub(crate) fn load(paths: &AiterPaths, module: &str, env: &Env) -> Result<Module
             all.keys().cloned().collect::<Vec<_>>().join(", ")
         ),
     })?;
+    if let Value::Object(fields) = &mut entry {
+        for (field, value) in overrides {
+            fields.insert(field.clone(), value.clone());
+        }
+    }
     let strings = |field: &str| -> Result<Vec<String>> {
         let ev = Evaluator {
             module,
@@ -340,11 +350,12 @@ pub(crate) fn apply_overrides(
             *cmd = replace_option(cmd, "--receipt", &receipt.to_string());
         }
     }
+    // By file name, as QoLA matches them.
     recipe.srcs.retain(|src| {
         !module
             .drop_srcs
             .iter()
-            .any(|drop| src.to_string_lossy().ends_with(drop.as_str()))
+            .any(|drop| src.file_name().is_some_and(|n| n == drop.as_str()))
     });
     recipe.blob_gen_cmd.retain(|cmd| {
         !module.drop_directions.iter().any(|d| {

@@ -1,8 +1,9 @@
 //! GPU architectures: which ones to compile for, and whether the compiler supports them.
 //!
-//! The list comes from an explicit builder list, then `QOLA_GPU_ARCHS` (`;` or `,` separated),
-//! then `GPU_ARCHS` (AITER's convention, `;` separated), then the manifest's
-//! `[build] architectures`, then `native`: the GPUs of this machine as `rocm_agent_enumerator` or
+//! The list comes, with QoLA's precedence, from an explicit list (`qola build --arch`, the
+//! builder's `.arch()`), then `QOLA_GPU_ARCHS` (`;` or `,` separated; in a build script it plays
+//! `--arch`), then the manifest's `[build] architectures`, then `GPU_ARCHS` (AITER's convention,
+//! `;` separated), then `native`: the GPUs of this machine as `rocm_agent_enumerator` or
 //! `rocminfo` report them. Each architecture is probed once per compiler (a tiny kernel compiled
 //! for it); the answer is kept in qola's cache, keyed by the compiler's identity.
 
@@ -28,10 +29,10 @@ pub(crate) fn resolve(env: &Env, explicit: &[String], manifest: &[String]) -> Re
         explicit.to_vec()
     } else if let Some(v) = env.var("QOLA_GPU_ARCHS")? {
         split(&v)
-    } else if let Some(v) = env.var("GPU_ARCHS")? {
-        split(&v)
     } else if !manifest.is_empty() {
         manifest.to_vec()
+    } else if let Some(v) = env.var("GPU_ARCHS")? {
+        split(&v)
     } else {
         vec!["native".to_string()]
     };

@@ -1,4 +1,5 @@
-//! Linking the objects into a static library that exports only the named C API.
+//! Linking the objects into a static library that exports only the named C API, or into a
+//! shared library whose exports a version script names.
 //!
 //! HIP kernel symbols keep default visibility even under `-fvisibility=hidden`, and hidden
 //! symbols are still global in a static archive. So the objects are first linked into one
@@ -9,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::compile::toolchain::HipToolchain;
 use crate::error::{Error, Result, io_error};
 use crate::util::shell_quote;
 use crate::util::write_atomic;
@@ -67,6 +69,88 @@ pub(crate) fn commands(name: &str, exported: &[String], out_dir: &Path) -> Vec<S
         shell_quote(&combined.to_string_lossy())
     ));
     out
+}
+
+/// The link step of a shared library, as one command to read.
+pub(crate) fn shared_command(
+    compiler: &Path,
+    library: &Path,
+    version_script: Option<&Path>,
+) -> String {
+    let mut words = vec![
+        shell_quote(&compiler.to_string_lossy()),
+        "-shared".to_string(),
+        "-o".to_string(),
+        shell_quote(&library.to_string_lossy()),
+        "<the objects of the units>".to_string(),
+    ];
+    if let Some(script) = version_script {
+        words.push(shell_quote(&format!(
+            "-Wl,--version-script={}",
+            script.display()
+        )));
+    }
+    words.join(" ")
+}
+
+/// Links `objects` into the shared library `library` with the HIP compiler (which adds the HIP
+/// runtime), exporting what `version_script` names. Written (through a temporary file and a
+/// rename) only when the objects or the script changed; the record of its inputs is kept in
+/// `work_dir`.
+pub(crate) fn link_shared(
+    toolchain: &HipToolchain,
+    library: &Path,
+    objects: &[PathBuf],
+    keys: &[String],
+    version_script: Option<&Path>,
+    work_dir: &Path,
+) -> Result<Linked> {
+    let file_name = library
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let script = match version_script {
+        Some(path) => std::fs::read_to_string(path).map_err(io_error("read", path))?,
+        None => String::new(),
+    };
+    let stamp = work_dir.join(format!("{file_name}.inputs"));
+    let inputs = format!(
+        "{}\n--\n{}\n--\n{}\n",
+        keys.join("\n"),
+        script,
+        toolchain.identity
+    );
+    if library.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == inputs) {
+        return Ok(Linked {
+            library: library.to_path_buf(),
+            written: false,
+        });
+    }
+    if let Some(dir) = library.parent() {
+        std::fs::create_dir_all(dir).map_err(io_error("create", dir))?;
+    }
+    let partial = library.with_file_name(format!(".{file_name}.qola-link-{}", std::process::id()));
+    let soname = format!("-Wl,-soname,{file_name}");
+    let mut args: Vec<std::ffi::OsString> = vec!["-shared".into(), "-fPIC".into()];
+    if toolchain.is_clang {
+        args.push("--hip-link".into());
+    }
+    args.extend(["-o".into(), partial.clone().into_os_string(), soname.into()]);
+    args.extend(objects.iter().map(|o| o.clone().into_os_string()));
+    if let Some(path) = version_script {
+        args.push(format!("-Wl,--version-script={}", path.display()).into());
+    }
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    if let Err(e) = run(&toolchain.path, &refs) {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
+    std::fs::rename(&partial, library).map_err(io_error("install", library))?;
+    write_atomic(&stamp, inputs.as_bytes())?;
+    Ok(Linked {
+        library: library.to_path_buf(),
+        written: true,
+    })
 }
 
 /// What [`link`] produced.

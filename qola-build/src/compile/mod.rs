@@ -71,6 +71,9 @@ pub struct HipBuild {
     cache_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
     exported: Vec<String>,
+    shared: Option<PathBuf>,
+    version_script: Option<PathBuf>,
+    terminal: Option<bool>,
     jobs: Option<usize>,
     memory_per_job: Option<u64>,
     cargo_metadata: bool,
@@ -106,7 +109,7 @@ pub struct UnitReport {
 pub struct CompileReport {
     /// Every unit, in the order the files were given.
     pub units: Vec<UnitReport>,
-    /// The static library.
+    /// The library (static, or shared with [`HipBuild::shared`]).
     pub library: PathBuf,
     /// Whether the library file was written (`false`: its inputs were unchanged).
     pub library_written: bool,
@@ -171,6 +174,9 @@ impl HipBuild {
             cache_dir: None,
             out_dir: None,
             exported: Vec::new(),
+            shared: None,
+            version_script: None,
+            terminal: None,
             jobs: None,
             memory_per_job: None,
             cargo_metadata: true,
@@ -249,6 +255,28 @@ impl HipBuild {
     /// A symbol the library exports; once one is named, every other symbol is made local.
     pub fn export(&mut self, symbol: &str) -> &mut HipBuild {
         self.exported.push(symbol.to_string());
+        self
+    }
+
+    /// Links a shared library at `path` (its full file name, for example
+    /// `out/lib/te_libmha_fwd.so`) instead of the static `lib<name>.a`; the HIP compiler links it
+    /// and adds the HIP runtime. Link records stay in the output directory.
+    pub fn shared(&mut self, path: impl AsRef<Path>) -> &mut HipBuild {
+        self.shared = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// The linker version script of the shared library (what it exports).
+    pub fn version_script(&mut self, path: impl AsRef<Path>) -> &mut HipBuild {
+        self.version_script = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Shows progress on standard error (a command line's terminal): where the log is, a line
+    /// per finished unit with done/total and the time left; `verbose`: each compile command too.
+    /// Outside build scripts only (there, `cargo build -vv` shows it).
+    pub fn progress_on_terminal(&mut self, verbose: bool) -> &mut HipBuild {
+        self.terminal = Some(verbose);
         self
     }
 
@@ -392,9 +420,23 @@ impl HipBuild {
             .map(|u| u.unit_id.as_str())
             .collect();
         let parallelism = self.parallelism(&r, &objects, &to_compile);
+        let (library, link) = match &self.shared {
+            Some(path) => (
+                path.clone(),
+                vec![link::shared_command(
+                    &r.toolchain.path,
+                    path,
+                    self.version_script.as_deref(),
+                )],
+            ),
+            None => (
+                r.out_dir.join(format!("lib{name}.a")),
+                link::commands(name, &self.exported, &r.out_dir),
+            ),
+        };
         Ok(CompilePlan {
-            library: r.out_dir.join(format!("lib{name}.a")),
-            link: link::commands(name, &self.exported, &r.out_dir),
+            library,
+            link,
             units,
             archs: r.archs,
             jobs: parallelism.jobs,
@@ -467,7 +509,7 @@ impl HipBuild {
                 units.iter().map(|u| u.source.clone()).collect(),
                 jobs_to_run.len(),
                 parallelism.jobs,
-                self.cargo_metadata,
+                progress::Echo::choose(self.cargo_metadata, self.terminal),
             )?)
         };
         let outcomes = match &progress {
@@ -553,15 +595,25 @@ impl HipBuild {
                     .unwrap_or_default()
             })
             .collect();
-        let linked = link::link(
-            name,
-            &object_paths,
-            &keys,
-            &self.exported,
-            &out_dir,
-            &resolved.target,
-            self.cargo_metadata,
-        )?;
+        let linked = match &self.shared {
+            Some(path) => link::link_shared(
+                &resolved.toolchain,
+                path,
+                &object_paths,
+                &keys,
+                self.version_script.as_deref(),
+                &out_dir,
+            )?,
+            None => link::link(
+                name,
+                &object_paths,
+                &keys,
+                &self.exported,
+                &out_dir,
+                &resolved.target,
+                self.cargo_metadata,
+            )?,
+        };
         if self.cargo_metadata {
             if let Some(dir) = &resolved.toolchain.lib_dir {
                 println!("cargo:rustc-link-search=native={}", dir.display());
@@ -598,7 +650,11 @@ impl HipBuild {
                 .map(|u| u.source.as_path())
                 .collect();
             progress.finish(&cached, &summary)?;
-            directives.warning(&summary);
+            if !self.cargo_metadata && self.terminal.is_some() {
+                eprintln!("qola: {summary}");
+            } else {
+                directives.warning(&summary);
+            }
         }
         Ok(report)
     }

@@ -2,8 +2,9 @@
 //! compile (its first line says how many run at once and why) and appended and flushed as each
 //! unit ends, with how many are done, the unit's time and peak memory, and an estimate of the
 //! time left; cached units and the summary follow at the end. In a build script its path and
-//! each compile command are printed as plain lines, which `cargo build -vv` shows. A build that
-//! compiles nothing leaves the previous log as it is (a no-op writes nothing).
+//! each compile command are printed as plain lines, which `cargo build -vv` shows; on a command
+//! line its path and each finished unit go to standard error. A build that compiles nothing
+//! leaves the previous log as it is (a no-op writes nothing).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -15,6 +16,40 @@ use super::jobs::{Job, Outcome};
 use crate::error::{Result, io_error};
 use crate::util::shell_quote;
 
+/// Where progress is shown besides the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Echo {
+    /// Nowhere.
+    Off,
+    /// A build script's standard output (`cargo build -vv`): the log's path, each command and
+    /// each finished unit.
+    BuildScript,
+    /// A command line's standard error: the log's path and each finished unit.
+    Terminal,
+    /// As `Terminal`, and each compile command (`qola build -v`).
+    TerminalVerbose,
+}
+
+impl Echo {
+    /// Build script directives win: their standard output is Cargo's.
+    pub(crate) fn choose(cargo_metadata: bool, terminal: Option<bool>) -> Echo {
+        match (cargo_metadata, terminal) {
+            (true, _) => Echo::BuildScript,
+            (false, Some(false)) => Echo::Terminal,
+            (false, Some(true)) => Echo::TerminalVerbose,
+            (false, None) => Echo::Off,
+        }
+    }
+
+    fn say(self, line: &str) {
+        match self {
+            Echo::Off => {}
+            Echo::BuildScript => println!("{line}"),
+            Echo::Terminal | Echo::TerminalVerbose => eprintln!("{line}"),
+        }
+    }
+}
+
 /// The log of a running build.
 pub(crate) struct Progress {
     file: Mutex<(std::fs::File, usize)>,
@@ -22,44 +57,43 @@ pub(crate) struct Progress {
     sources: Vec<PathBuf>,
     total: usize,
     start: Instant,
-    print: bool,
+    echo: Echo,
 }
 
 impl Progress {
     /// Starts the log at `path` for `total` compiles of `sources` (by unit index), `jobs` at
-    /// once; `print`: in a build script, print where the log is and each command.
+    /// once; `echo`: where else to show it.
     pub(crate) fn start(
         path: &Path,
         jobs_reason: &str,
         sources: Vec<PathBuf>,
         total: usize,
         jobs: usize,
-        print: bool,
+        echo: Echo,
     ) -> Result<Progress> {
         let mut file = std::fs::File::create(path).map_err(io_error("create the log", path))?;
         writeln!(file, "jobs: {jobs_reason}").map_err(io_error("write the log", path))?;
-        if print {
-            println!(
-                "qola: compiling {total} of {} HIP units, {jobs} at once; progress in {}",
-                sources.len(),
-                path.display()
-            );
-        }
+        echo.say(&format!(
+            "qola: compiling {total} of {} HIP units, {jobs} at once; progress in {}",
+            sources.len(),
+            path.display()
+        ));
         Ok(Progress {
             file: Mutex::new((file, 0)),
             path: path.to_path_buf(),
             sources,
             total,
             start: Instant::now(),
-            print,
+            echo,
         })
     }
 
     /// A compile starts: its command (`-vv`).
     pub(crate) fn started(&self, job: &Job) {
-        if self.print {
+        if matches!(self.echo, Echo::BuildScript | Echo::TerminalVerbose) {
             let command: Vec<String> = job.argv.iter().map(|a| shell_quote(a)).collect();
-            println!("qola: running {}", command.join(" "));
+            self.echo
+                .say(&format!("qola: running {}", command.join(" ")));
         }
     }
 
@@ -88,9 +122,7 @@ impl Progress {
             duration_words(left),
         );
         let _ = writeln!(guard.0, "{line}").and_then(|()| guard.0.flush());
-        if self.print {
-            println!("qola: {line}");
-        }
+        self.echo.say(&format!("qola: {line}"));
     }
 
     /// The cached units and the summary close the log.

@@ -1,0 +1,129 @@
+//! One AITER module as a library, assembled in one place for every caller: qola-sys's build
+//! script (qola's C API, a static library), `qola build` (QoLA's C++ API, a shared library) and
+//! `qola plan` (the commands `qola build` would run). Each gets the module's recipe and flags
+//! (see [`prepare_module`]), the hsa code objects of every architecture embedded
+//! (`AITER_EMBEDDED_HSA`, see [`embed_hsa`]), and the API wrapper with its exports.
+
+use std::path::{Path, PathBuf};
+
+use super::registry;
+use super::{AiterModule, AiterModuleSpec, EmbeddedHsa, embed_hsa, prepare_module};
+use crate::error::Result;
+use crate::util::write_if_changed;
+
+/// The API the library offers.
+#[derive(Debug, Clone)]
+pub enum Api {
+    /// qola's C API (qola-sys): the wrapper sources, the directory of their header, and the C
+    /// symbols the static library exports.
+    C {
+        /// Wrapper sources.
+        sources: Vec<PathBuf>,
+        /// The include directory of the C API header.
+        include: PathBuf,
+        /// The exported symbols.
+        exports: Vec<String>,
+    },
+    /// QoLA's C++ API (`qola::<ns>::mha_fwd`, ...): the public headers and `qola_config.h` are
+    /// written into `include`, the module's wrapper (when qola has one) is compiled in, and the
+    /// shared library exports `qola::*` only.
+    Cpp {
+        /// The namespace (`[qola] namespace`).
+        namespace: Option<String>,
+        /// Where the public headers go (`<output-dir>/include`).
+        include: PathBuf,
+    },
+}
+
+/// A module ready to compile and link.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AiterLibrary {
+    /// The module: recipe, generated code, flags.
+    pub module: AiterModule,
+    /// The embedded code objects.
+    pub hsa: EmbeddedHsa,
+    /// Whether the library carries qola's API wrapper for this module.
+    pub wrapped: bool,
+    /// The build: sources, includes, flags, defines, architectures, exports, and for the C++
+    /// API the version script (call [`crate::HipBuild::shared`] for the file).
+    pub build: crate::HipBuild,
+}
+
+/// Assembles the library of `spec`'s module with `api` (see the module docs). Generated code,
+/// the hsa header, wrappers and the version script go under `spec.gen_dir`; each file is
+/// rewritten only when its content changes.
+pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
+    let module = prepare_module(spec)?;
+    let work = spec.gen_dir.join(&module.recipe.name);
+    let subdirs: Vec<String> = match &spec.module.hsa_subdirs {
+        Some(subdirs) => subdirs.clone(),
+        None => registry::default_hsa_subdirs(&spec.module.name)
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    let directives = crate::build_script::Directives::new(spec.cargo_metadata);
+    for arch in spec.archs {
+        for subdir in &subdirs {
+            let dir = spec.root.join("hsa").join(arch).join(subdir);
+            if dir.is_dir() {
+                directives.rerun_if_changed(&dir);
+            }
+        }
+    }
+    let hsa = embed_hsa(spec.root, spec.archs, &subdirs, &work.join("hsa"))?;
+    let mut build = module.hip_build();
+    build
+        .include(work.join("hsa"))
+        .define("AITER_EMBEDDED_HSA", None);
+    for arch in spec.archs {
+        build.arch(arch);
+    }
+    let wrapped = match api {
+        Api::C {
+            sources,
+            include,
+            exports,
+        } => {
+            build.files(sources).include(include);
+            for symbol in exports {
+                build.export(symbol);
+            }
+            true
+        }
+        Api::Cpp { namespace, include } => {
+            write_public_headers(include, namespace.as_deref())?;
+            build.include(include);
+            let wrapper = registry::cpp_wrapper(&spec.module.name);
+            if let Some((file, text)) = wrapper {
+                let source = work.join("qola-api").join(file);
+                write_if_changed(&source, text.as_bytes())?;
+                build.file(source);
+                let script = work.join("qola-exports.map");
+                write_if_changed(&script, registry::version_script().as_bytes())?;
+                build.version_script(script);
+            }
+            wrapper.is_some()
+        }
+    };
+    Ok(AiterLibrary {
+        module,
+        hsa,
+        wrapped,
+        build,
+    })
+}
+
+/// Writes the C++ API's public headers and `qola_config.h` into `dir` (unchanged files are not
+/// touched).
+pub fn write_public_headers(dir: &Path, namespace: Option<&str>) -> Result<()> {
+    for (name, text) in registry::PUBLIC_HEADERS {
+        write_if_changed(&dir.join(name), text.as_bytes())?;
+    }
+    write_if_changed(
+        &dir.join("qola_config.h"),
+        registry::config_header(namespace).as_bytes(),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,531 @@
+//! `qola build`: a QoLA manifest's modules built into QoLA's output directory, so a consumer of
+//! QoLA (TransformerEngine's CMake) links qola's libraries unchanged:
+//!
+//! | path under `--output-dir` | what |
+//! |---|---|
+//! | `lib/<ns>_<md_name>.so` | one shared library per module; exports `qola::<ns>::*` only |
+//! | `include/` | `qola_common.h`, `qola_mha_fwd.h`, `qola_mha_bwd.h`, `qola_config.h` (namespace) |
+//! | `configs/` | AITER's tuning tables (`aiter/configs/*.csv`, `model_configs/`) |
+//! | `manifest.json` | per module: `md_name`, `success`, `error`, `so_path`, `duration_s`; a summary |
+//! | `_qola/` | qola's work: generated code, embedded hsa headers, compile logs, link records |
+//!
+//! Incremental like the rest of qola: a build with nothing changed compiles nothing and writes no
+//! file (every output is written only when its content changes; `manifest.json` only when more
+//! than its time stamps and durations would change). A module that fails is recorded in
+//! `manifest.json` with its error; the others are still built. Nothing is written into the AITER
+//! tree.
+//!
+//! Which modules: every `[[modules]]` entry, or those of the groups `--group` /
+//! `QOLA_BUILD_GROUPS` name; a group whose `QOLA_PREBUILT_DIR_<GROUP>` is set is not built, its
+//! libraries are taken from that directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{AiterModuleSpec, Api, library};
+use crate::build_script::{Directives, Env};
+use crate::compile::CompilePlan;
+use crate::compile::toolchain::HipToolchain;
+use crate::error::{Error, Result, io_error};
+use crate::manifest::{BuildMode, Manifest, Module};
+use crate::prepare::settings::Prepare;
+use crate::util::write_if_changed;
+
+/// A `qola build` (see the module docs).
+#[derive(Debug, Clone)]
+pub struct OutputBuild {
+    prepare: Prepare,
+    output_dir: PathBuf,
+    archs: Vec<String>,
+    mode: Option<BuildMode>,
+    groups: Vec<String>,
+    ck_filter: Option<String>,
+    skip_checkout: bool,
+    verbose: bool,
+}
+
+/// One module of `manifest.json`.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[non_exhaustive]
+pub struct ModuleRecord {
+    /// The library's name (`<ns>_<md_name>`).
+    pub md_name: String,
+    /// Whether the library is there and current.
+    pub success: bool,
+    /// Why not (empty on success).
+    pub error: String,
+    /// The library (absent on failure).
+    pub so_path: Option<PathBuf>,
+    /// Seconds this module took in this build.
+    pub duration_s: f64,
+}
+
+/// The totals of `manifest.json`.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Modules.
+    pub total: usize,
+    /// Built.
+    pub success: usize,
+    /// Failed.
+    pub failed: usize,
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[non_exhaustive]
+pub struct BuildRecord {
+    /// When the record was written (`2026-12-03T01:39:33Z`).
+    pub generated_at: String,
+    /// The AITER tree built from.
+    pub aiter_root: PathBuf,
+    /// The manifest.
+    pub manifest_src: PathBuf,
+    /// The architectures, `;`-separated.
+    pub gpu_archs: String,
+    /// Every module selected.
+    pub modules: Vec<ModuleRecord>,
+    /// Totals.
+    pub summary: Summary,
+}
+
+/// What a build did, beyond the record.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct BuildOutcome {
+    /// `manifest.json`'s content.
+    pub record: BuildRecord,
+    /// Whether `manifest.json` was written.
+    pub record_written: bool,
+    /// Units compiled by this build, over all modules.
+    pub compiled: usize,
+    /// Units in all, over all modules.
+    pub units: usize,
+}
+
+/// One module of a plan: what `qola build` would run for it.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct ModulePlan {
+    /// The library's name.
+    pub md_name: String,
+    /// The code generators, with whether they ran now and what they produced.
+    pub generators: Vec<super::plan::GeneratorPlan>,
+    /// Flags AITER asks for that the compiler does not know (dropped).
+    pub dropped_flags: Vec<String>,
+    /// hsa code objects embedded.
+    pub hsa_blobs: usize,
+    /// The compiles and the link.
+    pub compile: CompilePlan,
+}
+
+/// A module selected, with where its library goes.
+struct Selected<'m> {
+    module: &'m Module,
+    md_name: String,
+    so_path: PathBuf,
+    prebuilt: Option<PathBuf>,
+}
+
+/// Everything resolved before the modules are built.
+struct Context {
+    manifest: Manifest,
+    root: PathBuf,
+    archs: Vec<String>,
+    cache: PathBuf,
+    namespace: Option<String>,
+}
+
+impl OutputBuild {
+    /// A build into `output_dir` with the preparation options of `prepare` (manifest, root,
+    /// commit, patches, offline...).
+    pub fn new(prepare: Prepare, output_dir: impl Into<PathBuf>) -> OutputBuild {
+        OutputBuild {
+            prepare,
+            output_dir: output_dir.into(),
+            archs: Vec::new(),
+            mode: None,
+            groups: Vec::new(),
+            ck_filter: None,
+            skip_checkout: false,
+            verbose: false,
+        }
+    }
+
+    /// Architectures (`--arch`), over the manifest's and `GPU_ARCHS`.
+    pub fn archs(&mut self, archs: &[String]) -> &mut OutputBuild {
+        self.archs = archs.to_vec();
+        self
+    }
+
+    /// The build mode (`--mode`) of modules whose entry has none, over `[build] mode`.
+    pub fn mode(&mut self, mode: BuildMode) -> &mut OutputBuild {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Build only these groups (`--group`), over `QOLA_BUILD_GROUPS`.
+    pub fn groups(&mut self, groups: &[String]) -> &mut OutputBuild {
+        self.groups = groups.to_vec();
+        self
+    }
+
+    /// Narrow CK's instances (CK's `--filter`), for narrow builds; `QOLA_CK_FILTER_<MODULE>`
+    /// (for example `QOLA_CK_FILTER_LIBMHA_BWD`) wins for its module.
+    pub fn ck_filter(&mut self, filter: &str) -> &mut OutputBuild {
+        self.ck_filter = Some(filter.to_string());
+        self
+    }
+
+    /// Build against the tree as it is (`--skip-checkout`): no preparation.
+    pub fn skip_checkout(&mut self, skip: bool) -> &mut OutputBuild {
+        self.skip_checkout = skip;
+        self
+    }
+
+    /// Shows each compile command on the terminal (`-v`).
+    pub fn verbose(&mut self, verbose: bool) -> &mut OutputBuild {
+        self.verbose = verbose;
+        self
+    }
+
+    /// Resolves the manifest, prepares the tree (or takes it as it is), the architectures.
+    fn context(&self, env: &Env, directives: &Directives) -> Result<Context> {
+        let mut prepare = self.prepare.clone();
+        prepare.cargo_metadata(false);
+        if let Some(dir) = env.var_os("QOLA_AITER_SOURCE_DIR") {
+            prepare.root(PathBuf::from(dir)).skip(true);
+        }
+        if self.skip_checkout {
+            prepare.skip(true);
+        }
+        let settings = prepare.settings(env, directives)?;
+        let manifest_path = settings.manifest_path.clone().ok_or(Error::NoManifest)?;
+        let manifest = Manifest::from_path(&manifest_path)?;
+        let prepared = prepare.try_prepare()?;
+        for warning in &prepared.warnings {
+            eprintln!("qola: warning: {warning}");
+        }
+        let archs =
+            crate::compile::archs::resolve(env, &self.archs, &manifest.build.architectures)?;
+        let cache = settings.cache.clone().ok_or(Error::NoCacheDir)?;
+        let namespace = manifest.namespace().map(String::from);
+        Ok(Context {
+            manifest,
+            root: prepared.root,
+            archs,
+            cache,
+            namespace,
+        })
+    }
+
+    /// The modules to build, in manifest order.
+    fn select<'m>(&self, env: &Env, ctx: &'m Context) -> Result<Vec<Selected<'m>>> {
+        let groups: Vec<String> = if !self.groups.is_empty() {
+            self.groups.clone()
+        } else {
+            env.var("QOLA_BUILD_GROUPS")?
+                .map(|v| {
+                    v.split([';', ','])
+                        .map(str::trim)
+                        .filter(|g| !g.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for group in &groups {
+            if !ctx
+                .manifest
+                .modules
+                .iter()
+                .any(|m| m.group.as_deref() == Some(group))
+            {
+                return Err(Error::InvalidOption {
+                    option: format!("group {group}"),
+                    problem: format!(
+                        "no [[modules]] entry of {} has group = {group:?}",
+                        ctx.manifest.path.display()
+                    ),
+                });
+            }
+        }
+        let mut selected = Vec::new();
+        for module in &ctx.manifest.modules {
+            if !groups.is_empty() && !module.group.as_ref().is_some_and(|g| groups.contains(g)) {
+                continue;
+            }
+            let md_name = match &ctx.namespace {
+                Some(ns) => format!("{ns}_{}", module.md_name()),
+                None => module.md_name().to_string(),
+            };
+            let prebuilt = match &module.group {
+                Some(group) => env
+                    .var_os(&format!("QOLA_PREBUILT_DIR_{}", group.to_ascii_uppercase()))
+                    .map(PathBuf::from),
+                None => None,
+            };
+            selected.push(Selected {
+                module,
+                so_path: self.output_dir.join("lib").join(format!("{md_name}.so")),
+                md_name,
+                prebuilt,
+            });
+        }
+        Ok(selected)
+    }
+
+    fn spec<'a>(
+        &'a self,
+        ctx: &'a Context,
+        module: &'a Module,
+        gen_dir: &'a Path,
+        ck_filter: Option<&'a str>,
+    ) -> AiterModuleSpec<'a> {
+        AiterModuleSpec {
+            root: &ctx.root,
+            module,
+            archs: &ctx.archs,
+            gen_dir,
+            cache: &ctx.cache,
+            ck_filter,
+            compiler: None,
+            cargo_metadata: false,
+        }
+    }
+
+    /// The module's CK filter: `QOLA_CK_FILTER_<MODULE>` (CK's forward and backward filters
+    /// differ in form), else `--filter`, else `QOLA_CK_FILTER`.
+    fn ck_filter_of(&self, env: &Env, module: &Module) -> Result<Option<String>> {
+        if let Some(f) = env.var(&format!(
+            "QOLA_CK_FILTER_{}",
+            module.name.to_ascii_uppercase()
+        ))? {
+            return Ok(Some(f));
+        }
+        match &self.ck_filter {
+            Some(f) => Ok(Some(f.clone())),
+            None => env.var("QOLA_CK_FILTER"),
+        }
+    }
+
+    fn api(&self, ctx: &Context) -> Api {
+        Api::Cpp {
+            namespace: ctx.namespace.clone(),
+            include: self.output_dir.join("include"),
+        }
+    }
+
+    /// Builds (see the module docs). `Err` only for what stops every module (manifest, checkout,
+    /// toolchain); a module's own failure is in the record, and [`BuildOutcome`]'s summary counts it.
+    pub fn try_build(&self) -> Result<BuildOutcome> {
+        let directives = Directives::new(false);
+        let env = Env::new(&directives);
+        let ctx = self.context(&env, &directives)?;
+        let toolchain = HipToolchain::find(&env)?;
+        check_rocm_versions(&ctx.manifest, &toolchain)?;
+        let selected = self.select(&env, &ctx)?;
+        std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
+        super::write_public_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
+        copy_configs(
+            &ctx.root.join("aiter/configs"),
+            &self.output_dir.join("configs"),
+        )?;
+        let mut modules = Vec::new();
+        let (mut compiled, mut units) = (0, 0);
+        for s in &selected {
+            let start = Instant::now();
+            let built = self.build_module(&env, &ctx, s);
+            let duration_s = (start.elapsed().as_secs_f64() * 100.0).round() / 100.0;
+            let (success, error) = match built {
+                Ok((c, u)) => {
+                    compiled += c;
+                    units += u;
+                    (true, String::new())
+                }
+                Err(e) => {
+                    eprintln!("qola build: {}: error: {e}", s.md_name);
+                    (false, e.to_string())
+                }
+            };
+            modules.push(ModuleRecord {
+                md_name: s.md_name.clone(),
+                success,
+                error,
+                so_path: success.then(|| s.so_path.clone()),
+                duration_s,
+            });
+        }
+        let failed = modules.iter().filter(|m| !m.success).count();
+        let record = BuildRecord {
+            generated_at: crate::util::utc_timestamp(crate::util::unix_now()),
+            aiter_root: ctx.root.clone(),
+            manifest_src: ctx.manifest.path.clone(),
+            gpu_archs: ctx.archs.join(";"),
+            summary: Summary {
+                total: modules.len(),
+                success: modules.len() - failed,
+                failed,
+            },
+            modules,
+        };
+        let record_written = write_record(&self.output_dir.join("manifest.json"), &record)?;
+        Ok(BuildOutcome {
+            record,
+            record_written,
+            compiled,
+            units,
+        })
+    }
+
+    /// Builds one module's library; returns (units compiled, units).
+    fn build_module(&self, env: &Env, ctx: &Context, s: &Selected) -> Result<(usize, usize)> {
+        if let Some(dir) = &s.prebuilt {
+            let from = dir.join(format!("{}.so", s.md_name));
+            let bytes =
+                std::fs::read(&from).map_err(io_error("read the prebuilt library", &from))?;
+            write_if_changed(&s.so_path, &bytes)?;
+            return Ok((0, 0));
+        }
+        let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
+        if mode == Some(BuildMode::Pybind) {
+            return Err(Error::InvalidOption {
+                option: format!("module {} mode = \"pybind\"", s.module.name),
+                problem: "a pybind module is a Python extension linked against PyTorch, which qola does not build; use mode = \"cpp_itfs\"".to_string(),
+            });
+        }
+        let work = self.output_dir.join("_qola");
+        let gen_dir = work.join("gen");
+        let filter = self.ck_filter_of(env, s.module)?;
+        let spec = self.spec(ctx, s.module, &gen_dir, filter.as_deref());
+        let mut lib = library(&spec, &self.api(ctx))?;
+        if !lib.wrapped {
+            eprintln!(
+                "qola build: {}: qola has no C++ API wrapper for {}; the library exports AITER's own default-visibility symbols",
+                s.md_name, s.module.name
+            );
+        }
+        let report = lib
+            .build
+            .cache_dir(&ctx.cache)
+            .out_dir(work.join("build").join(&s.md_name))
+            .cargo_metadata(false)
+            .progress_on_terminal(self.verbose)
+            .shared(&s.so_path)
+            .try_compile(&s.md_name)?;
+        Ok((report.compiled(), report.units.len()))
+    }
+
+    /// What [`OutputBuild::try_build`] would run for each module (code generation runs; nothing
+    /// compiles or links).
+    pub fn try_plan(&self) -> Result<Vec<ModulePlan>> {
+        let directives = Directives::new(false);
+        let env = Env::new(&directives);
+        let ctx = self.context(&env, &directives)?;
+        let work = self.output_dir.join("_qola");
+        let mut plans = Vec::new();
+        for s in self.select(&env, &ctx)? {
+            let gen_dir = work.join("gen");
+            let filter = self.ck_filter_of(&env, s.module)?;
+            let spec = self.spec(&ctx, s.module, &gen_dir, filter.as_deref());
+            let mut lib = library(&spec, &self.api(&ctx))?;
+            let compile = lib
+                .build
+                .cache_dir(&ctx.cache)
+                .out_dir(work.join("build").join(&s.md_name))
+                .cargo_metadata(false)
+                .shared(&s.so_path)
+                .try_plan(&s.md_name)?;
+            plans.push(ModulePlan {
+                md_name: s.md_name.clone(),
+                generators: lib
+                    .module
+                    .generated
+                    .iter()
+                    .map(super::plan::GeneratorPlan::of)
+                    .collect(),
+                dropped_flags: lib.module.dropped_flags.clone(),
+                hsa_blobs: lib.hsa.blobs,
+                compile,
+            });
+        }
+        Ok(plans)
+    }
+}
+
+/// `[qola] rocm_versions`: the compiler's HIP version must start with one of them.
+fn check_rocm_versions(manifest: &Manifest, toolchain: &HipToolchain) -> Result<()> {
+    let wanted = &manifest.qola.rocm_versions;
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let found = super::hip_version(toolchain);
+    let matches = |w: &str| {
+        let Some((major, minor, patch)) = found else {
+            return false;
+        };
+        let parts: Vec<&str> = w.split('.').collect();
+        [major, minor, patch]
+            .iter()
+            .zip(&parts)
+            .all(|(have, want)| want.parse::<u32>().is_ok_and(|w| w == *have))
+    };
+    if wanted.iter().any(|w| matches(w)) {
+        return Ok(());
+    }
+    Err(Error::RocmVersion {
+        manifest: manifest.path.clone(),
+        wanted: wanted.clone(),
+        found: found.map_or("an unknown HIP version".to_string(), |(a, b, c)| {
+            format!("{a}.{b}.{c}")
+        }),
+        compiler: toolchain.path.clone(),
+    })
+}
+
+/// Copies AITER's tuning tables (`*.csv` and `model_configs/`) into `configs/`, each file only
+/// when its content differs.
+fn copy_configs(from: &Path, to: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let entry = entry.map_err(io_error("read", from))?;
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() && name == "model_configs" {
+            copy_configs(&path, &to.join(&name))?;
+        } else if path.is_file()
+            && (path.extension().is_some_and(|x| x == "csv") || from.ends_with("model_configs"))
+        {
+            let bytes = std::fs::read(&path).map_err(io_error("read", &path))?;
+            write_if_changed(&to.join(&name), &bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `manifest.json` unless it already says the same apart from its time stamp and the
+/// durations. Returns whether it wrote.
+fn write_record(path: &Path, record: &BuildRecord) -> Result<bool> {
+    let stable = |r: &BuildRecord| {
+        let mut r = r.clone();
+        r.generated_at.clear();
+        for m in &mut r.modules {
+            m.duration_s = 0.0;
+        }
+        r
+    };
+    let old: Option<BuildRecord> = std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    if old.is_some_and(|old| stable(&old) == stable(record)) {
+        return Ok(false);
+    }
+    let mut text = serde_json::to_string_pretty(record).expect("a record always serializes");
+    text.push('\n');
+    write_if_changed(path, text.as_bytes())
+}

@@ -1,0 +1,431 @@
+//! Reading a manifest from TOML text, collecting every problem with its line instead of
+//! stopping at the first (see the module docs).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::variants::{self, Direction};
+use super::{BuildMode, BuildTable, Manifest, Module, Problem, QolaTable};
+
+/// optCompilerConfig fields a `[[modules]]` entry may set: the lists and strings are expressions
+/// evaluated as AITER evaluates its own entries.
+const RECIPE_LISTS: &[&str] = &[
+    "srcs",
+    "flags_extra_cc",
+    "flags_extra_hip",
+    "blob_gen_cmd",
+    "extra_include",
+    "extra_ldflags",
+    "third_party",
+];
+const RECIPE_BOOLS: &[&str] = &[
+    "verbose",
+    "is_python_module",
+    "is_standalone",
+    "torch_exclude",
+    "hipify",
+];
+const RECIPE_STRINGS: &[&str] = &["hip_clang_path"];
+
+/// Collects problems; every accessor reports what is wrong with a value and returns `None`.
+pub(super) struct Reader<'t> {
+    text: &'t str,
+    pub(super) problems: Vec<Problem>,
+}
+
+type Value<'i> = Spanned<DeValue<'i>>;
+
+impl<'t> Reader<'t> {
+    pub(super) fn line(&self, at: usize) -> usize {
+        self.text[..at.min(self.text.len())].matches('\n').count() + 1
+    }
+
+    pub(super) fn problem(&mut self, at: usize, key: String, message: impl Into<String>) {
+        let line = self.line(at);
+        self.problems.push(Problem {
+            line,
+            key,
+            message: message.into(),
+        });
+    }
+
+    fn unknown(&mut self, table: &str, key: &Spanned<std::borrow::Cow<str>>, known: &[&str]) {
+        self.problem(
+            key.span().start,
+            format!("{table} {}", key.get_ref()),
+            format!("unknown key (known here: {})", known.join(", ")),
+        );
+    }
+
+    fn wrong(&mut self, at: &Value, key: String, expected: &str) {
+        let found = match at.get_ref() {
+            DeValue::String(_) => "a string",
+            DeValue::Integer(_) => "an integer",
+            DeValue::Float(_) => "a float",
+            DeValue::Boolean(_) => "a boolean",
+            DeValue::Datetime(_) => "a date",
+            DeValue::Array(_) => "a list",
+            DeValue::Table(_) => "a table",
+        };
+        self.problem(
+            at.span().start,
+            key,
+            format!("expected {expected}, found {found}"),
+        );
+    }
+
+    pub(super) fn string(&mut self, v: &Value, key: String) -> Option<String> {
+        match v.get_ref() {
+            DeValue::String(s) => Some(s.to_string()),
+            _ => {
+                self.wrong(v, key, "a string");
+                None
+            }
+        }
+    }
+
+    pub(super) fn bool(&mut self, v: &Value, key: String) -> Option<bool> {
+        match v.get_ref() {
+            DeValue::Boolean(b) => Some(*b),
+            _ => {
+                self.wrong(v, key, "true or false");
+                None
+            }
+        }
+    }
+
+    pub(super) fn integer(&mut self, v: &Value, key: String) -> Option<i64> {
+        match v.get_ref() {
+            DeValue::Integer(i) => {
+                match i64::from_str_radix(&i.as_str().replace('_', ""), i.radix()) {
+                    Ok(n) => Some(n),
+                    Err(_) => {
+                        self.problem(v.span().start, key, "the integer does not fit 64 bits");
+                        None
+                    }
+                }
+            }
+            _ => {
+                self.wrong(v, key, "an integer");
+                None
+            }
+        }
+    }
+
+    /// A list of strings, or one string (as AITER's own entries allow).
+    pub(super) fn strings(&mut self, v: &Value, key: String) -> Option<Vec<String>> {
+        match v.get_ref() {
+            DeValue::String(s) => Some(vec![s.to_string()]),
+            DeValue::Array(items) => {
+                let mut out = Vec::new();
+                for item in items {
+                    out.push(self.string(item, key.clone())?);
+                }
+                Some(out)
+            }
+            _ => {
+                self.wrong(v, key, "a list of strings");
+                None
+            }
+        }
+    }
+
+    /// A list of strings, or one string of `;`- or `,`-separated items.
+    fn split_list(&mut self, v: &Value, key: String) -> Option<Vec<String>> {
+        match v.get_ref() {
+            DeValue::String(s) => Some(
+                s.split([';', ','])
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
+            ),
+            _ => self.strings(v, key),
+        }
+    }
+
+    fn table<'v, 'i>(&mut self, v: &'v Value<'i>, key: String) -> Option<&'v DeTable<'i>> {
+        match v.get_ref() {
+            DeValue::Table(t) => Some(t),
+            _ => {
+                self.wrong(v, key, "a table");
+                None
+            }
+        }
+    }
+
+    /// The tables of an array of tables (`[[name]]`).
+    pub(super) fn tables<'v, 'i>(
+        &mut self,
+        v: &'v Value<'i>,
+        key: &str,
+    ) -> Vec<(usize, &'v DeTable<'i>)> {
+        let DeValue::Array(items) = v.get_ref() else {
+            self.wrong(
+                v,
+                key.to_string(),
+                &format!("an array of tables ([[{key}]])"),
+            );
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for item in items {
+            if let Some(t) = self.table(item, format!("[[{key}]]")) {
+                out.push((item.span().start, t));
+            }
+        }
+        out
+    }
+
+    /// Reports every key of `table` not in `known`.
+    pub(super) fn only(&mut self, name: &str, table: &DeTable, known: &[&str]) {
+        for (key, _) in table {
+            if !known.contains(&key.get_ref().as_ref()) {
+                self.unknown(name, key, known);
+            }
+        }
+    }
+}
+
+/// Reads manifest text; `Err` holds every problem found, in line order.
+pub(super) fn read(text: &str) -> Result<Manifest, Vec<Problem>> {
+    let mut r = Reader {
+        text,
+        problems: Vec::new(),
+    };
+    let root = match DeTable::parse(text) {
+        Ok(root) => root,
+        Err(e) => {
+            let at = e.span().map_or(0, |s| s.start);
+            r.problem(at, "syntax".to_string(), e.message().trim().to_string());
+            return Err(r.problems);
+        }
+    };
+    let mut manifest = Manifest::default();
+    let root = root.get_ref();
+    r.only(
+        "(top level)",
+        root,
+        &[
+            "qola",
+            "build",
+            "modules",
+            "mha_fwd_variants",
+            "mha_bwd_variants",
+        ],
+    );
+    if let Some(v) = root.get("qola")
+        && let Some(t) = r.table(v, "[qola]".to_string())
+    {
+        manifest.qola = qola(&mut r, t);
+    }
+    if let Some(v) = root.get("build")
+        && let Some(t) = r.table(v, "[build]".to_string())
+    {
+        manifest.build = build(&mut r, t);
+    }
+    if let Some(v) = root.get("modules") {
+        for (at, t) in r.tables(v, "modules") {
+            if let Some(m) = module(&mut r, at, t) {
+                manifest.modules.push(m);
+            }
+        }
+        let mut seen = BTreeMap::new();
+        for m in &manifest.modules {
+            if let Some(first) = seen.insert(m.md_name().to_string(), m.line) {
+                let at = r.text.lines().take(m.line - 1).map(|l| l.len() + 1).sum();
+                r.problem(
+                    at,
+                    "[[modules]] md_name".to_string(),
+                    format!(
+                        "library {} is already built by the entry on line {first}; give one of them another md_name",
+                        m.md_name()
+                    ),
+                );
+            }
+        }
+    }
+    for (key, direction) in [
+        ("mha_fwd_variants", Direction::Forward),
+        ("mha_bwd_variants", Direction::Backward),
+    ] {
+        if let Some(v) = root.get(key) {
+            for (at, t) in r.tables(v, key) {
+                if let Some(variant) = variants::read(&mut r, direction, at, t) {
+                    match direction {
+                        Direction::Forward => manifest.mha_fwd_variants.push(variant),
+                        Direction::Backward => manifest.mha_bwd_variants.push(variant),
+                    }
+                }
+            }
+        }
+    }
+    if r.problems.is_empty() {
+        Ok(manifest)
+    } else {
+        r.problems.sort_by_key(|p| p.line);
+        Err(r.problems)
+    }
+}
+
+fn qola(r: &mut Reader, t: &DeTable) -> QolaTable {
+    const KNOWN: &[&str] = &[
+        "aiter_commit",
+        "aiter_url",
+        "namespace",
+        "patches_dir",
+        "rocm_versions",
+    ];
+    r.only("[qola]", t, KNOWN);
+    let mut q = QolaTable::default();
+    let key = |k: &str| format!("[qola] {k}");
+    if let Some(v) = t.get("aiter_commit") {
+        q.aiter_commit = r.string(v, key("aiter_commit"));
+    }
+    if let Some(v) = t.get("aiter_url") {
+        q.aiter_url = r.string(v, key("aiter_url"));
+    }
+    if let Some(v) = t.get("namespace") {
+        q.namespace = r.string(v, key("namespace"));
+        if let Some(ns) = &q.namespace
+            && !ns.is_empty()
+            && !is_identifier(ns)
+        {
+            r.problem(
+                    v.span().start,
+                    key("namespace"),
+                    format!("{ns:?} is not a C++ identifier (letters, digits, `_`, not starting with a digit); it names the namespace qola::<ns>:: and the library prefix <ns>_"),
+                );
+        }
+    }
+    if let Some(v) = t.get("patches_dir") {
+        q.patches_dir = r.string(v, key("patches_dir")).map(PathBuf::from);
+    }
+    if let Some(v) = t.get("rocm_versions") {
+        q.rocm_versions = r.strings(v, key("rocm_versions")).unwrap_or_default();
+    }
+    q
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn mode(r: &mut Reader, v: &Value, key: String) -> Option<BuildMode> {
+    match r.string(v, key.clone())?.as_str() {
+        "cpp_itfs" => Some(BuildMode::CppItfs),
+        "pybind" => Some(BuildMode::Pybind),
+        other => {
+            r.problem(
+                v.span().start,
+                key,
+                format!("{other:?} is not a build mode: use \"cpp_itfs\" (or \"pybind\", which qola refuses to build: it needs PyTorch)"),
+            );
+            None
+        }
+    }
+}
+
+fn build(r: &mut Reader, t: &DeTable) -> BuildTable {
+    r.only("[build]", t, &["architectures", "mode"]);
+    let mut b = BuildTable::default();
+    if let Some(v) = t.get("architectures") {
+        b.architectures = r
+            .split_list(v, "[build] architectures".to_string())
+            .unwrap_or_default();
+    }
+    if let Some(v) = t.get("mode") {
+        b.mode = mode(r, v, "[build] mode".to_string());
+    }
+    b
+}
+
+fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
+    const OURS: &[&str] = &[
+        "name",
+        "group",
+        "mode",
+        "receipt",
+        "drop_srcs",
+        "drop_directions",
+        "hsa_subdirs",
+        "md_name",
+    ];
+    let known: Vec<&str> = [OURS, RECIPE_LISTS, RECIPE_BOOLS, RECIPE_STRINGS].concat();
+    r.only("[[modules]]", t, &known);
+    let key = |k: &str| format!("[[modules]] {k}");
+    let mut m = Module {
+        line: r.line(at),
+        ..Module::default()
+    };
+    match t.get("name") {
+        Some(v) => m.name = r.string(v, key("name"))?,
+        None => {
+            r.problem(
+                at,
+                key("name"),
+                "missing: every module names an optCompilerConfig entry",
+            );
+            return None;
+        }
+    }
+    if let Some(v) = t.get("group") {
+        m.group = r.string(v, key("group"));
+    }
+    if let Some(v) = t.get("mode") {
+        m.mode = mode(r, v, key("mode"));
+    }
+    if let Some(v) = t.get("receipt") {
+        m.receipt = r.integer(v, key("receipt"));
+    }
+    if let Some(v) = t.get("drop_srcs") {
+        m.drop_srcs = r.strings(v, key("drop_srcs")).unwrap_or_default();
+    }
+    if let Some(v) = t.get("drop_directions") {
+        m.drop_directions = r.strings(v, key("drop_directions")).unwrap_or_default();
+    }
+    if let Some(v) = t.get("hsa_subdirs") {
+        m.hsa_subdirs = r.strings(v, key("hsa_subdirs"));
+    }
+    if let Some(v) = t.get("md_name") {
+        m.md_name = r.string(v, key("md_name"));
+        if let Some(name) = &m.md_name
+            && (name.is_empty() || name.contains(['/', '\0']))
+        {
+            r.problem(
+                v.span().start,
+                key("md_name"),
+                format!("{name:?} cannot name a library file"),
+            );
+        }
+    }
+    for field in RECIPE_LISTS {
+        if let Some(v) = t.get(*field)
+            && let Some(items) = r.strings(v, key(field))
+        {
+            m.recipe.insert(field.to_string(), serde_json::json!(items));
+        }
+    }
+    for field in RECIPE_BOOLS {
+        if let Some(v) = t.get(*field)
+            && let Some(b) = r.bool(v, key(field))
+        {
+            m.recipe.insert(field.to_string(), serde_json::json!(b));
+        }
+    }
+    for field in RECIPE_STRINGS {
+        if let Some(v) = t.get(*field)
+            && let Some(s) = r.string(v, key(field))
+        {
+            m.recipe.insert(field.to_string(), serde_json::json!(s));
+        }
+    }
+    Some(m)
+}

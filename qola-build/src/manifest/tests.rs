@@ -1,0 +1,98 @@
+use super::*;
+
+fn parse(text: &str) -> Result<Manifest> {
+    Manifest::from_str_at(text, Path::new("qola.toml"))
+}
+
+fn problems(text: &str) -> Vec<Problem> {
+    match parse(text) {
+        Err(Error::Manifest { problems, .. }) => problems,
+        other => panic!("expected manifest problems, got {other:?}"),
+    }
+}
+
+#[test]
+fn full_manifest_reads_every_table() {
+    let m = parse(
+        "[qola]\naiter_commit = \"abc\"\nnamespace = \"te\"\npatches_dir = \"p\"\nrocm_versions = [\"6\"]\n[build]\narchitectures = \"gfx942;gfx950\"\nmode = \"cpp_itfs\"\n[[modules]]\nname = \"libmha_fwd\"\nreceipt = 600\nhsa_subdirs = [\"fmha_v3_fwd\"]\nflags_extra_hip = [\"'-DFOO=1'\"]\n[[mha_fwd_variants]]\ndtype = [\"bf16\"]\nhas_lse = true\n[[mha_bwd_variants]]\ndeterministic = [false, true]\n",
+    )
+    .unwrap();
+    assert_eq!(m.qola.aiter_commit.as_deref(), Some("abc"));
+    assert_eq!(m.qola.rocm_versions, vec!["6"]);
+    assert_eq!(m.build.architectures, vec!["gfx942", "gfx950"]);
+    assert_eq!(m.build.mode, Some(BuildMode::CppItfs));
+    assert_eq!(m.modules[0].receipt, Some(600));
+    assert_eq!(m.modules[0].line, 9);
+    assert_eq!(
+        m.modules[0].recipe["flags_extra_hip"],
+        serde_json::json!(["'-DFOO=1'"])
+    );
+    assert_eq!(m.mha_fwd_variants[0].dtypes, vec!["bf16"]);
+    assert_eq!(m.mha_fwd_variants[0].flags["has_lse"], vec![true]);
+    assert_eq!(
+        m.mha_bwd_variants[0].flags["deterministic"],
+        vec![false, true]
+    );
+}
+
+#[test]
+fn absent_hsa_subdirs_differ_from_an_empty_list() {
+    let m =
+        parse("[[modules]]\nname = \"a\"\n[[modules]]\nname = \"b\"\nhsa_subdirs = []\n").unwrap();
+    assert_eq!(m.modules[0].hsa_subdirs, None);
+    assert_eq!(m.modules[1].hsa_subdirs, Some(vec![]));
+}
+
+#[test]
+fn unknown_key_names_file_line_and_key() {
+    let e = parse("[qola]\naiter_commit = \"abc\"\n\n[build]\narchs = []\n").unwrap_err();
+    let Error::Manifest { problems, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].line, 5);
+    assert_eq!(problems[0].key, "[build] archs");
+    assert!(e.to_string().contains("qola.toml:5: [build] archs"), "{e}");
+}
+
+#[test]
+fn wrong_type_names_the_key() {
+    let p = problems("[[modules]]\nname = \"m\"\nreceipt = \"600\"\n");
+    assert_eq!((p[0].line, p[0].key.as_str()), (3, "[[modules]] receipt"));
+}
+
+#[test]
+fn every_mistake_of_a_manifest_is_reported_at_once() {
+    let p = problems(
+        "[qola]\nnamespace = \"te-1\"\ncommit = \"x\"\n[build]\nmode = \"release\"\n[[modules]]\nreceipt = 1\n[[modules]]\nname = \"libmha_fwd\"\nsrcs = 3\n[[mha_fwd_variants]]\ndtype = \"fp64\"\nhas_lse = \"yes\"\n[[mha_bwd_variants]]\nhas_sink = true\n",
+    );
+    let got: Vec<(usize, &str)> = p.iter().map(|p| (p.line, p.key.as_str())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (2, "[qola] namespace"),
+            (3, "[qola] commit"),
+            (5, "[build] mode"),
+            (6, "[[modules]] name"),
+            (10, "[[modules]] srcs"),
+            (12, "[[mha_fwd_variants]] dtype"),
+            (13, "[[mha_fwd_variants]] has_lse"),
+            (15, "[[mha_bwd_variants]] has_sink"),
+        ]
+    );
+}
+
+#[test]
+fn two_modules_building_one_library_are_an_error() {
+    let p = problems(
+        "[[modules]]\nname = \"libmha_fwd\"\n[[modules]]\nname = \"x\"\nmd_name = \"libmha_fwd\"\n",
+    );
+    assert_eq!((p[0].line, p[0].key.as_str()), (3, "[[modules]] md_name"));
+    assert!(p[0].message.contains("line 1"), "{}", p[0].message);
+}
+
+#[test]
+fn a_syntax_error_names_its_line() {
+    let p = problems("[qola]\naiter_commit = \n");
+    assert_eq!((p[0].line, p[0].key.as_str()), (2, "syntax"));
+}

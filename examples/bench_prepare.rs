@@ -106,7 +106,7 @@ fn main() {
     let qola = qola_binary();
     let real = real_aiter()
         .expect("the AITER wheel is needed (pip download amd-aiter==0.1.7.post2.dev18)");
-    let patches = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/patches/aiter");
+    let patches = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-build/patches/aiter");
     let tmp = tempfile::tempdir().unwrap();
     let url = real.upstream.to_string_lossy().to_string();
 

@@ -1,5 +1,5 @@
 //! What the benchmarks on the real AITER tree share: the workspace's manifest, a prepared
-//! checkout of the real tree (the amd-aiter wheel as git repositories, with `qola-sys/patches/aiter`),
+//! checkout of the real tree (the amd-aiter wheel as git repositories, with `qola-build/patches/aiter`),
 //! and an AITER module generated for one architecture.
 
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ pub fn prepare_real(root: &Path, cache: &Path) {
         .root(root)
         .url(real.upstream.to_string_lossy())
         .commit(&real.commit)
-        .patches_dir(workspace().join("qola-sys/patches/aiter"))
+        .patches_dir(workspace().join("qola-build/patches/aiter"))
         .cache_dir(cache)
         .cargo_metadata(false)
         .try_prepare()

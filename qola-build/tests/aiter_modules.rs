@@ -21,7 +21,7 @@ fn prepared() -> Option<PathBuf> {
             .root(fixtures.join("aiter-prepared"))
             .url(real.upstream.to_string_lossy())
             .commit(&real.commit)
-            .patches_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/patches/aiter"))
+            .patches_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-build/patches/aiter"))
             .cache_dir(fixtures.join("cache"))
             .cargo_metadata(false)
             .force(false)

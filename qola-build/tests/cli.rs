@@ -166,7 +166,7 @@ fn environment_overrides_the_manifest_and_arguments_override_the_environment() {
     std::fs::write(
         &other,
         format!(
-            "[qola]\naiter_commit = \"{newer}\"\naiter_url = \"{}\"\n",
+            "[qola]\naiter_commit = \"{newer}\"\naiter_url = \"{}\"\npatches_dir = \"upstream/patches\"\n",
             s.demo.aiter.display()
         ),
     )

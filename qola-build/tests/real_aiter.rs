@@ -1,5 +1,5 @@
 //! The real AITER tree (9,095 tracked paths with composable_kernel, from the amd-aiter wheel)
-//! prepared with qola's own series in `qola-sys/patches/aiter`: one patch for AITER only, one for
+//! prepared with qola's own series in `qola-build/patches/aiter`: one patch for AITER only, one for
 //! composable_kernel only, one for both. In CI the wheel is required; elsewhere the test says why
 //! it skips.
 
@@ -12,7 +12,7 @@ use common::{assert_nothing_written, changed, git, mtimes};
 use qola_build::{Action, Prepare, ReasonKind};
 
 fn series() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/patches/aiter")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-build/patches/aiter")
 }
 
 const AITER_ONLY: &str = "csrc/include/aiter_hip_common.h";
@@ -168,4 +168,35 @@ fn a_prepare_killed_midway_is_finished_by_the_next_one() {
         .filter(|e| e.file_name().to_string_lossy().contains("qola-clone"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_manifest_without_patches_dir_gets_qolas_own_series_which_is_no_build_input() {
+    let Some(real) = qola_tests::real_aiter() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("qola.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\n",
+            real.commit,
+            real.upstream.display()
+        ),
+    )
+    .unwrap();
+    let root = tmp.path().join("aiter");
+    let p = Prepare::new()
+        .manifest(&manifest)
+        .root(&root)
+        .cache_dir(tmp.path().join("cache"))
+        .cargo_metadata(false)
+        .try_prepare()
+        .unwrap();
+    assert_eq!(p.action, Action::Clone, "{p}");
+    assert!(read(&root, AITER_ONLY).contains("aiter_embedded_hsa_find"));
+    assert!(read(&root, CK_ONLY).contains("receipt == 700"));
+    // The series is part of qola: only the manifest is an input (for CMake, rerun-if-changed).
+    assert_eq!(p.inputs, vec![manifest]);
 }

@@ -233,6 +233,7 @@ mod tests {
         );
         let series = Series {
             dir: None,
+            bundled: false,
             patches: vec![PatchFile {
                 name: "x.patch".into(),
                 path: "x.patch".into(),

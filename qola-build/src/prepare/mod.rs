@@ -268,11 +268,14 @@ fn empty_report(settings: &Settings) -> Preparation {
     }
 }
 
-/// What a preparation depends on: the manifest, the patch directory, each patch.
+/// What a preparation depends on: the manifest, the patch directory, each patch (qola's own
+/// series is part of qola, not an input).
 fn inputs(settings: &Settings, series: &crate::prepare::patch::Series) -> Vec<std::path::PathBuf> {
     let mut inputs: Vec<std::path::PathBuf> = settings.manifest_path.iter().cloned().collect();
-    inputs.extend(series.dir.iter().cloned());
-    inputs.extend(series.patches.iter().map(|p| p.path.clone()));
+    if !series.bundled {
+        inputs.extend(series.dir.iter().cloned());
+        inputs.extend(series.patches.iter().map(|p| p.path.clone()));
+    }
     inputs
 }
 

@@ -57,7 +57,7 @@ impl<'a> Context<'a> {
         directives: &'a Directives,
         mode: Mode,
     ) -> Result<Context<'a>> {
-        let series = load_series(settings.patches_dir.as_deref())?;
+        let series = load_series(&settings.series)?;
         if let Some(dir) = &series.dir {
             directives.rerun_if_changed(dir);
             for patch in &series.patches {

@@ -7,6 +7,7 @@ use crate::build_script::Directives;
 use crate::build_script::Env;
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
+use crate::prepare::patch::SeriesSource;
 
 /// The upstream used when nothing names one.
 pub const DEFAULT_AITER_URL: &str = "https://github.com/ROCm/aiter.git";
@@ -84,7 +85,8 @@ impl Prepare {
         self
     }
 
-    /// The patch series directory (over `QOLA_PATCHES_DIR` and `[qola] patches_dir`).
+    /// The patch series directory (over `QOLA_PATCHES_DIR` and `[qola] patches_dir`; with none
+    /// of them, a manifest gets qola's own series and no manifest no patches).
     pub fn patches_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Prepare {
         self.patches_dir = Some(dir.into());
         self
@@ -151,12 +153,19 @@ impl Prepare {
                 .var("QOLA_AITER_COMMIT")?
                 .or(manifest.qola.aiter_commit.clone()),
         };
-        let patches_dir = match &self.patches_dir {
-            Some(dir) => Some(dir.clone()),
-            None => env
+        let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+        // A manifest without `patches_dir` gets qola's own series, as QoLA falls back to its own.
+        let series = match &self.patches_dir {
+            Some(dir) => SeriesSource::Dir(absolute(dir.clone())),
+            None => match env
                 .var_os("QOLA_PATCHES_DIR")
                 .map(PathBuf::from)
-                .or(manifest.qola.patches_dir.clone()),
+                .or(manifest.qola.patches_dir.clone())
+            {
+                Some(dir) => SeriesSource::Dir(absolute(dir)),
+                None if manifest_path.is_some() => SeriesSource::Bundled,
+                None => SeriesSource::None,
+            },
         };
         let clone_url = clone_url(&url);
         let normalized = normalize_url(&clone_url);
@@ -189,13 +198,12 @@ impl Prepare {
                 second: "QOLA_FORCE_PREPARE=1 (--force)".to_string(),
             });
         }
-        let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
         Ok(Settings {
             manifest_path: manifest_path.map(absolute),
             clone_url,
             url: normalized,
             commit,
-            patches_dir: patches_dir.map(absolute),
+            series,
             root: canonical_root(&absolute(root)),
             cache: cache.map(absolute),
             skip,
@@ -243,8 +251,8 @@ pub(crate) struct Settings {
     pub url: String,
     /// The commit spec, if any was given.
     pub commit: Option<String>,
-    /// The series directory, if any.
-    pub patches_dir: Option<PathBuf>,
+    /// Where the patch series comes from.
+    pub series: SeriesSource,
     /// The checkout.
     pub root: PathBuf,
     /// qola's cache, when one can be found.

@@ -345,6 +345,7 @@ fn mutated_real_patches_are_refused_or_give_git_applys_tree() {
         };
         let series = Series {
             dir: None,
+            bundled: false,
             patches: vec![PatchFile {
                 name: "case.patch".into(),
                 path: "case.patch".into(),
@@ -388,8 +389,8 @@ fn mutated_real_patches_are_refused_or_give_git_applys_tree() {
 
 #[test]
 fn every_patch_of_qolas_own_series_parses() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/patches/aiter");
-    let series = super::load_series(Some(&dir)).unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-build/patches/aiter");
+    let series = super::load_series(&super::SeriesSource::Dir(dir.clone())).unwrap();
     assert!(series.patches.len() >= 5);
     for patch in &series.patches {
         super::parse_patch(&patch.name, &patch.bytes)

@@ -6,6 +6,7 @@
 //! makes a series all-or-nothing by construction: nothing is written until every patch applied.
 
 mod binary;
+mod bundled;
 #[cfg(test)]
 mod fuzz;
 mod hunks;
@@ -16,7 +17,7 @@ pub(crate) use binary::encode_literal;
 pub(crate) use parse::parse_patch;
 #[cfg(test)]
 pub(crate) use series::PatchFile;
-pub(crate) use series::{Applied, PristineTree, Series, apply_series, load_series};
+pub(crate) use series::{Applied, PristineTree, Series, SeriesSource, apply_series, load_series};
 
 /// One patch file, parsed.
 #[derive(Debug, Clone)]

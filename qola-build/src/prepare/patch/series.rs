@@ -29,15 +29,34 @@ pub(crate) struct PatchFile {
 pub(crate) struct Series {
     /// The directory, when there is one.
     pub dir: Option<PathBuf>,
+    /// qola's own series (compiled in): its files are not a build's inputs.
+    pub bundled: bool,
     /// The patches in order.
     pub patches: Vec<PatchFile>,
 }
 
-/// Reads every `*.patch` in `dir`, sorted by file name. No directory: an empty series.
-pub(crate) fn load_series(dir: Option<&Path>) -> Result<Series> {
-    let Some(dir) = dir else {
-        return Ok(Series::default());
-    };
+/// Where a preparation's series comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SeriesSource {
+    /// No patches (no manifest and no directory given).
+    None,
+    /// Every `*.patch` of a directory.
+    Dir(PathBuf),
+    /// qola's own series (a manifest without `patches_dir`).
+    Bundled,
+}
+
+/// The series of `source`.
+pub(crate) fn load_series(source: &SeriesSource) -> Result<Series> {
+    match source {
+        SeriesSource::None => Ok(Series::default()),
+        SeriesSource::Dir(dir) => load_dir(dir),
+        SeriesSource::Bundled => Ok(super::bundled::bundled_series()),
+    }
+}
+
+/// Reads every `*.patch` in `dir`, sorted by file name.
+fn load_dir(dir: &Path) -> Result<Series> {
     let read_err = |source| Error::PatchesDir {
         dir: dir.to_path_buf(),
         source,
@@ -59,6 +78,7 @@ pub(crate) fn load_series(dir: Option<&Path>) -> Result<Series> {
     patches.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Series {
         dir: Some(dir.to_path_buf()),
+        bundled: false,
         patches,
     })
 }
@@ -432,6 +452,7 @@ mod tests {
     fn series(patches: &[(&str, &str)]) -> Series {
         Series {
             dir: None,
+            bundled: false,
             patches: patches
                 .iter()
                 .map(|(name, text)| PatchFile {

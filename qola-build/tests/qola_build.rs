@@ -1,0 +1,294 @@
+//! `qola build` as TransformerEngine's CMake runs it: a QoLA manifest (no `patches_dir`, so
+//! qola's own series), the real AITER tree, the sid toolchain for gfx942, a narrow CK filter.
+//! The checkout, qola's cache and the output directory persist in the fixtures (a warm machine
+//! compiles nothing); each test removes its output directory first, so the layout is written
+//! afresh every run.
+
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{assert_nothing_written, mtimes, tick};
+use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
+
+const QOLA: &str = env!("CARGO_BIN_EXE_qola");
+
+fn manifest(dir: &Path, real: &qola_tests::RealAiter, namespace: &str, extra: &str) -> PathBuf {
+    let path = dir.join(format!("{namespace}.toml"));
+    std::fs::write(
+        &path,
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\nnamespace = \"{namespace}\"\n\n[build]\narchitectures = [\"gfx942\"]\n\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"mha\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n{extra}",
+            real.commit,
+            real.upstream.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `qola build -m manifest -a <fixture checkout> -o out`, with the sid toolchain.
+fn qola_build(hipcc: &Path, manifest: &Path, out: &Path) -> Output {
+    let fixtures = fixtures_dir();
+    let mut command = Command::new(QOLA);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("QOLA_") || name == "GPU_ARCHS" {
+            command.env_remove(name);
+        }
+    }
+    command
+        .arg("build")
+        .arg("-m")
+        .arg(manifest)
+        .arg("-a")
+        .arg(fixtures.join("aiter-narrow"))
+        .arg("-o")
+        .arg(out)
+        .env("HIPCC", hipcc)
+        .env("QOLA_CACHE_DIR", fixtures.join("cache"))
+        .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
+        .output()
+        .unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The sources this build compiled (from its progress lines).
+fn compiled(out: &Output) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter_map(|l| l.strip_prefix("qola: compiled "))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+        .collect()
+}
+
+/// The defined global symbols of a shared library's dynamic table.
+fn exported(library: &Path) -> Vec<String> {
+    let out = Command::new("readelf")
+        .args(["-W", "--dyn-syms"])
+        .arg(library)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "readelf {}", library.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 8 && (f[4] == "GLOBAL" || f[4] == "WEAK") && f[6] != "UND")
+                .then(|| f[7].to_string())
+        })
+        .collect()
+}
+
+fn fresh(dir: &Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(dir);
+    dir.to_path_buf()
+}
+
+#[test]
+fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fresh(&fixtures_dir().join("qola-build-out/layout"));
+    let te = manifest(tmp.path(), &real, "te", "");
+    let first = qola_build(&hipcc, &te, &out);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let library = out.join("lib/te_libmha_fwd.so");
+    assert!(library.is_file(), "{}", stderr(&first));
+    for header in [
+        "qola_common.h",
+        "qola_mha_fwd.h",
+        "qola_mha_bwd.h",
+        "qola_config.h",
+    ] {
+        assert!(out.join("include").join(header).is_file(), "{header}");
+    }
+    let config = std::fs::read_to_string(out.join("include/qola_config.h")).unwrap();
+    assert!(config.contains("#define QOLA_NAMESPACE te"), "{config}");
+    assert!(
+        qola_tests::files_with_extension(&out.join("configs"), "csv").len() > 5,
+        "AITER's tuning tables are copied"
+    );
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(record["gpu_archs"], "gfx942");
+    assert_eq!(record["summary"]["success"], 1);
+    assert_eq!(record["modules"][0]["md_name"], "te_libmha_fwd");
+    assert_eq!(record["modules"][0]["so_path"], library.to_str().unwrap());
+    assert!(record["generated_at"].as_str().unwrap().ends_with('Z'));
+
+    // Only qola::te:: is exported: AITER's default-visibility API is hidden.
+    let symbols = exported(&library);
+    assert!(!symbols.is_empty());
+    assert!(
+        symbols.iter().all(|s| s.starts_with("_ZN4qola2te")),
+        "{symbols:?}"
+    );
+
+    // Nothing changed: nothing compiles, no file under the output directory or the checkout
+    // is written (same mtimes, so make and ninja relink nothing).
+    let before = mtimes(&out);
+    let tree = mtimes(&fixtures_dir().join("aiter-narrow/csrc"));
+    tick();
+    let second = qola_build(&hipcc, &te, &out);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(compiled(&second), Vec::<String>::new());
+    assert!(stderr(&second).contains("0 of 8 units compiled"), "{}", stderr(&second));
+    assert_nothing_written(&before, &out);
+    assert_nothing_written(&tree, &fixtures_dir().join("aiter-narrow/csrc"));
+}
+
+#[test]
+fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_one_process() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fresh(&fixtures_dir().join("qola-build-out/namespaces"));
+    let one = qola_build(&hipcc, &manifest(tmp.path(), &real, "te", ""), &out);
+    assert!(one.status.success(), "{}", stderr(&one));
+    let two = qola_build(&hipcc, &manifest(tmp.path(), &real, "other", ""), &out);
+    assert!(two.status.success(), "{}", stderr(&two));
+    let recompiled = compiled(&two);
+    assert!(
+        recompiled.iter().all(|s| s == "qola_mha_fwd.cpp"),
+        "only the wrapper includes qola_config.h: {recompiled:?}"
+    );
+    let te = out.join("lib/te_libmha_fwd.so");
+    let other = out.join("lib/other_libmha_fwd.so");
+    let (te_symbol, other_symbol) = (exported(&te), exported(&other));
+    assert_eq!(te_symbol.len(), 1, "{te_symbol:?}");
+    assert_eq!(other_symbol.len(), 1, "{other_symbol:?}");
+    assert_eq!(
+        te_symbol[0].replacen("4qola2te", "4qola5other", 1),
+        other_symbol[0]
+    );
+
+    // Both load into one process (in the toolchain's root, where the HIP runtime is) and each
+    // answers for its own namespace: no symbol clash.
+    let program = tmp.path().join("load_both");
+    let source = tmp.path().join("load_both.c");
+    std::fs::write(
+        &source,
+        format!(
+            "#include <dlfcn.h>\n#include <stdio.h>\nint main(void) {{\n  void* a = dlopen(\"{}\", RTLD_NOW | RTLD_LOCAL);\n  void* b = dlopen(\"{}\", RTLD_NOW | RTLD_LOCAL);\n  if (!a || !b) {{ printf(\"dlopen: %s\\n\", dlerror()); return 1; }}\n  void* fa = dlsym(a, \"{}\");\n  void* fb = dlsym(b, \"{}\");\n  void* cross = dlsym(a, \"{}\");\n  printf(\"%d %d %d\\n\", fa != 0, fb != 0 && fb != fa, cross == 0);\n  return 0;\n}}\n",
+            te.display(),
+            other.display(),
+            te_symbol[0],
+            other_symbol[0],
+            other_symbol[0]
+        ),
+    )
+    .unwrap();
+    let cc = Command::new(&hipcc)
+        .arg("-x")
+        .arg("c")
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .arg("-ldl")
+        .output()
+        .unwrap();
+    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    let run = in_sid_root(&hipcc, &program, tmp.path());
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout).trim(),
+        "1 1 1",
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// Runs `program` in the sid toolchain's root, with `dir` and the fixtures visible.
+fn in_sid_root(hipcc: &Path, program: &Path, dir: &Path) -> Output {
+    let sid_root = hipcc.parent().unwrap().join("sid-root");
+    let fixtures = fixtures_dir();
+    Command::new("bwrap")
+        .arg("--bind")
+        .arg(&sid_root)
+        .arg("/")
+        .args(["--bind", "/tmp", "/tmp", "--dev", "/dev", "--proc", "/proc"])
+        .arg("--bind")
+        .arg(dir)
+        .arg(dir)
+        .arg("--bind")
+        .arg(&fixtures)
+        .arg(&fixtures)
+        .arg(program)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_module_that_cannot_build_is_recorded_and_the_others_are_built() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = fresh(&fixtures_dir().join("qola-build-out/failure"));
+    let te = manifest(
+        tmp.path(),
+        &real,
+        "te",
+        "\n[[modules]]\nname = \"module_mha_fwd\"\nmode = \"pybind\"\n",
+    );
+    let run = qola_build(&hipcc, &te, &out);
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    assert!(stderr(&run).contains("FAILED: te_module_mha_fwd"), "{}", stderr(&run));
+    assert!(out.join("lib/te_libmha_fwd.so").is_file());
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(record["summary"]["failed"], 1);
+    assert_eq!(record["modules"][1]["success"], false);
+    assert!(
+        record["modules"][1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("PyTorch"),
+        "{record}"
+    );
+    assert_eq!(record["modules"][1]["so_path"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_manifest_with_many_mistakes_gets_every_one_in_one_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("bad.toml");
+    std::fs::write(
+        &manifest,
+        "[qola]\naiter_commit = 5\nnamespce = \"te\"\n\n[build]\narchitectures = [\"gfx942\"]\nmode = \"debug\"\n\n[[modules]]\nname = \"libmha_fwd\"\nrecipt = 700\n",
+    )
+    .unwrap();
+    let run = Command::new(QOLA)
+        .arg("build")
+        .arg("-m")
+        .arg(&manifest)
+        .arg("-o")
+        .arg(tmp.path().join("out"))
+        .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let text = stderr(&run);
+    for (line, key) in [
+        (2, "[qola] aiter_commit"),
+        (3, "[qola] namespce"),
+        (7, "[build] mode"),
+        (11, "[[modules]] recipt"),
+    ] {
+        assert!(
+            text.contains(&format!("bad.toml:{line}: {key}:")),
+            "{key} on line {line}: {text}"
+        );
+    }
+    assert!(text.contains("4 problems"), "{text}");
+    assert!(!tmp.path().join("out").exists(), "nothing is written");
+}

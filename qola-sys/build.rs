@@ -161,6 +161,7 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
     let any_ck_filter = env("QOLA_CK_FILTER")?;
     let wrappers = manifest_dir.join("aiter");
     println!("cargo:rerun-if-changed={}", wrappers.display());
+    let variants = manifest.variant_filters()?;
     let mut libraries = Vec::new();
     for (module, source, exports) in selected {
         // CK's forward and backward filters differ in form (the backward's has three `@` parts).
@@ -184,6 +185,7 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
                 gen_dir: &out_dir.join("aiter-gen"),
                 cache: &cache,
                 ck_filter: ck_filter.as_deref(),
+                variants: &variants,
                 compiler: None,
                 cargo_metadata: true,
             },

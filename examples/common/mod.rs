@@ -59,6 +59,7 @@ pub fn aiter_module(
         gen_dir,
         cache,
         ck_filter: filter,
+        variants: &Default::default(),
         compiler: Some(hipcc),
         cargo_metadata: false,
     })

@@ -2,6 +2,9 @@
 //
 // QOLA_NS(mha_bwd) takes exactly what aiter::mha_bwd takes at the AITER commit the library was
 // built from (see csrc/include/mha_bwd.h of the prepared tree) and returns what it returns.
+// Errors are thrown, never an exit(): a failing HIP call, or a code object neither embedded for
+// the device's architecture nor found under AITER_ASM_DIR, throws a std::runtime_error whose
+// message names the call or the code object.
 #pragma once
 
 #include <string>

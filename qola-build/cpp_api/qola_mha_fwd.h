@@ -4,6 +4,9 @@
 // built from (see csrc/include/mha_fwd.h of the prepared tree) and returns what it returns: the
 // kernel time in milliseconds when stream_config asks for timing, a negative value when no
 // kernel serves the arguments.
+// Errors are thrown, never an exit(): a failing HIP call, or a code object neither embedded for
+// the device's architecture nor found under AITER_ASM_DIR, throws a std::runtime_error whose
+// message names the call or the code object.
 #pragma once
 
 #include <string>

@@ -66,6 +66,7 @@ fn prepare(
         gen_dir,
         cache: &qola_tests::fixtures_dir().join("cache"),
         ck_filter: filter,
+        variants: &Default::default(),
         compiler: Some(hipcc),
         cargo_metadata: false,
     })
@@ -363,4 +364,42 @@ fn a_toolchain_too_old_for_composable_kernel_is_one_clear_line() {
             && !message.contains('\n'),
         "{message}"
     );
+}
+
+/// A manifest's `[[mha_fwd_variants]]` narrow CK's forward generation to exactly the instances
+/// of those variants (checked against CK's own list at the same receipt), in one generator run.
+#[test]
+fn forward_variants_generate_exactly_their_instances() {
+    let (Some(root), Some(hipcc)) = (prepared(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = qola_build::Manifest::from_str_at(
+        "[[modules]]\nname = \"libmha_fwd\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n[[mha_fwd_variants]]\ndtype = \"bf16\"\nhas_mask = false\nhas_lse = true\nhas_skip = false\nhas_sink = false\n",
+        Path::new("variants.toml"),
+    )
+    .unwrap();
+    let variants = manifest.variant_filters().unwrap();
+    let archs = ["gfx942".to_string()];
+    let fwd = prepare_module(&AiterModuleSpec {
+        root: &root,
+        module: &manifest.modules[0],
+        archs: &archs,
+        gen_dir: tmp.path(),
+        cache: &qola_tests::fixtures_dir().join("cache"),
+        ck_filter: None,
+        variants: &variants,
+        compiler: Some(&hipcc),
+        cargo_metadata: false,
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let expected: Vec<String> = ck_list(&root, "fwd", 700, tmp.path())
+        .into_iter()
+        .filter(|n| {
+            n == "fmha_fwd_api.cpp"
+                || n.contains("_bf16_") && n.contains("_nmask_") && n.contains("_lse_")
+        })
+        .collect();
+    assert!(expected.len() > 10, "{expected:?}");
+    assert_eq!(names(&fwd.generated[0].files), expected);
 }

@@ -141,7 +141,11 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     let second = qola_build(&hipcc, &te, &out);
     assert!(second.status.success(), "{}", stderr(&second));
     assert_eq!(compiled(&second), Vec::<String>::new());
-    assert!(stderr(&second).contains("0 of 8 units compiled"), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("0 of 8 units compiled"),
+        "{}",
+        stderr(&second)
+    );
     assert_nothing_written(&before, &out);
     assert_nothing_written(&tree, &fixtures_dir().join("aiter-narrow/csrc"));
 }
@@ -197,7 +201,11 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
         .arg("-ldl")
         .output()
         .unwrap();
-    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
     let run = in_sid_root(&hipcc, &program, tmp.path());
     assert_eq!(
         String::from_utf8_lossy(&run.stdout).trim(),
@@ -242,7 +250,11 @@ fn a_module_that_cannot_build_is_recorded_and_the_others_are_built() {
     );
     let run = qola_build(&hipcc, &te, &out);
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
-    assert!(stderr(&run).contains("FAILED: te_module_mha_fwd"), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("FAILED: te_module_mha_fwd"),
+        "{}",
+        stderr(&run)
+    );
     assert!(out.join("lib/te_libmha_fwd.so").is_file());
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();

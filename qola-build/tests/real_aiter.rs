@@ -197,6 +197,21 @@ fn a_manifest_without_patches_dir_gets_qolas_own_series_which_is_no_build_input(
     assert_eq!(p.action, Action::Clone, "{p}");
     assert!(read(&root, AITER_ONLY).contains("aiter_embedded_hsa_find"));
     assert!(read(&root, CK_ONLY).contains("receipt == 700"));
+    // No library code ends the process or reads a null AITER_ASM_DIR: errors are thrown.
+    assert!(!read(&root, AITER_ONLY).contains("exit("));
+    for loader in [
+        "hsa/gfx942/fmha_v3_fwd/codegen.py",
+        "hsa/gfx942/fmha_v3_bwd/codegen.py",
+        "hsa/gfx950/fmha_v3_fwd/codegen.py",
+        "hsa/gfx950/fmha_v3_bwd/codegen.py",
+    ] {
+        let text = read(&root, loader);
+        assert!(
+            !text.contains("std::string(std::getenv(\"AITER_ASM_DIR\"))"),
+            "{loader}"
+        );
+        assert!(text.contains("aiter_embedded_hsa_find"), "{loader}");
+    }
     // The series is part of qola: only the manifest is an input (for CMake, rerun-if-changed).
     assert_eq!(p.inputs, vec![manifest]);
 }

@@ -122,17 +122,18 @@ extern "C" __attribute__((visibility("default"))) int qola_mha_bwd(const qola_mh
     args.drop_seed_offset  = std::make_pair(uint64_t{0}, uint64_t{0});
 
     ck_tile::stream_config config{stream};
-    const float t = aiter::mha_bwd(args,
-                                   config,
-                                   qola_aiter_dtype(s),
-                                   /*is_group_mode=*/false,
-                                   mask.type,
-                                   bias_enum::no_bias,
-                                   /*has_dbias=*/false,
-                                   /*is_store_randval=*/false,
-                                   /*deterministic=*/false,
-                                   /*use_ext_asm=*/true,
-                                   /*is_v3_atomic_fp32=*/true,
-                                   /*how_v3_bf16_cvt=*/1);
-    return qola_aiter_status(t);
+    return qola_aiter_call([&] {
+        return aiter::mha_bwd(args,
+                              config,
+                              qola_aiter_dtype(s),
+                              /*is_group_mode=*/false,
+                              mask.type,
+                              bias_enum::no_bias,
+                              /*has_dbias=*/false,
+                              /*is_store_randval=*/false,
+                              /*deterministic=*/false,
+                              /*use_ext_asm=*/true,
+                              /*is_v3_atomic_fp32=*/true,
+                              /*how_v3_bf16_cvt=*/1);
+    });
 }

@@ -2,10 +2,13 @@
 // of qola_mha_shape onto AITER's dtype string and causal mask.
 #pragma once
 
+#include "aiter_hip_common.h"
 #include "mask.hpp"
 #include "qola_mha.h"
 
 #include <hip/hip_runtime.h>
+
+#include <exception>
 
 // fp16 and bf16 only (receipt 700 builds no fp32 or fp8 kernel), positive sizes, causal 0/1.
 static inline bool qola_aiter_shape_ok(const qola_mha_shape& s)
@@ -39,4 +42,24 @@ static inline qola_aiter_mask qola_aiter_mask_of(const qola_mha_shape& s)
 static inline int qola_aiter_status(float time)
 {
     return time < 0 ? (int)hipErrorInvalidValue : (int)hipGetLastError();
+}
+
+// Runs an AITER launch and returns its status. qola's series makes AITER throw instead of
+// ending the process (aiter_hip_error: a failing HIP call, a code object neither embedded for
+// this GPU nor under AITER_ASM_DIR); the C API returns that as the HIP error code.
+template <typename Launch>
+static inline int qola_aiter_call(Launch launch)
+{
+    try
+    {
+        return qola_aiter_status(launch());
+    }
+    catch(const aiter_hip_error& e)
+    {
+        return (int)e.code;
+    }
+    catch(const std::exception&)
+    {
+        return (int)hipErrorUnknown;
+    }
 }

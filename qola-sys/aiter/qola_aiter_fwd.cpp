@@ -66,13 +66,14 @@ extern "C" __attribute__((visibility("default"))) int qola_mha_fwd(const qola_mh
     args.drop_seed_offset  = std::make_pair(uint64_t{0}, uint64_t{0});
 
     ck_tile::stream_config config{stream};
-    const float t = aiter::mha_fwd(args,
-                                   config,
-                                   qola_aiter_dtype(s),
-                                   /*is_group_mode=*/false,
-                                   mask.type,
-                                   bias_enum::no_bias,
-                                   /*has_lse=*/a->lse != nullptr,
-                                   /*use_ext_asm=*/true);
-    return qola_aiter_status(t);
+    return qola_aiter_call([&] {
+        return aiter::mha_fwd(args,
+                              config,
+                              qola_aiter_dtype(s),
+                              /*is_group_mode=*/false,
+                              mask.type,
+                              bias_enum::no_bias,
+                              /*has_lse=*/a->lse != nullptr,
+                              /*use_ext_asm=*/true);
+    });
 }

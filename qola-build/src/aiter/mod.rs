@@ -205,6 +205,10 @@ pub struct AiterModuleSpec<'a> {
     /// backward pre/post kernels). A narrowed backward is not link-complete: AITER's asm v3
     /// backward API calls ~40 pre/post kernels whatever the filter keeps.
     pub ck_filter: Option<&'a str>,
+    /// The CK filters of the manifest's attention variants, used for CK's `-d fwd` and
+    /// `-d bwd` generators when `ck_filter` is not given. The backward's filter narrows CK's
+    /// instances only, not AITER's pre/post kernels, so the library stays link-complete.
+    pub variants: &'a crate::manifest::VariantFilters,
     /// The HIP compiler (default: found as [`crate::HipBuild`] finds it).
     pub compiler: Option<&'a Path>,
     /// Print Cargo directives (inside a build script).
@@ -239,9 +243,23 @@ fn prepare_with(
     };
     let mut recipe = recipe::load(&paths, &spec.module.name, &spec.module.recipe, env)?;
     recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
-    if let Some(filter) = spec.ck_filter {
-        for cmd in &mut recipe.blob_gen_cmd {
-            *cmd = recipe::with_ck_filter(cmd, filter);
+    match spec.ck_filter {
+        Some(filter) => {
+            for cmd in &mut recipe.blob_gen_cmd {
+                *cmd = recipe::with_ck_filter(cmd, filter);
+            }
+        }
+        None => {
+            for cmd in &mut recipe.blob_gen_cmd {
+                let filter = match recipe::ck_direction(cmd) {
+                    Some("fwd") => spec.variants.fwd.as_deref(),
+                    Some("bwd") => spec.variants.bwd.as_deref(),
+                    _ => None,
+                };
+                if let Some(filter) = filter {
+                    *cmd = recipe::with_ck_filter(cmd, filter);
+                }
+            }
         }
     }
     let python = match env.var_os("QOLA_PYTHON") {

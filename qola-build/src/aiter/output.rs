@@ -137,6 +137,7 @@ struct Context {
     archs: Vec<String>,
     cache: PathBuf,
     namespace: Option<String>,
+    variants: crate::manifest::VariantFilters,
 }
 
 impl OutputBuild {
@@ -213,12 +214,14 @@ impl OutputBuild {
             crate::compile::archs::resolve(env, &self.archs, &manifest.build.architectures)?;
         let cache = settings.cache.clone().ok_or(Error::NoCacheDir)?;
         let namespace = manifest.namespace().map(String::from);
+        let variants = manifest.variant_filters()?;
         Ok(Context {
             manifest,
             root: prepared.root,
             archs,
             cache,
             namespace,
+            variants,
         })
     }
 
@@ -292,6 +295,7 @@ impl OutputBuild {
             gen_dir,
             cache: &ctx.cache,
             ck_filter,
+            variants: &ctx.variants,
             compiler: None,
             cargo_metadata: false,
         }

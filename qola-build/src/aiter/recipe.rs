@@ -398,6 +398,15 @@ pub(crate) fn generator_argv(cmd: &str, out_dir: &Path) -> Vec<String> {
     shell_words(&cmd.replace("{}", &out_dir.to_string_lossy()))
 }
 
+/// The `-d` direction of CK's fmha generator command (`None` for any other generator).
+pub(crate) fn ck_direction(cmd: &str) -> Option<&str> {
+    if !cmd.contains("01_fmha/generate.py") {
+        return None;
+    }
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    words.windows(2).find(|w| w[0] == "-d").map(|w| w[1])
+}
+
 /// `cmd` with CK instance filter `filter`, for narrow builds: it replaces the argument of the
 /// command's own `--filter` (AITER's backward pre/post kernel generator has one), and is
 /// appended to CK's fmha `generate.py`, which has none; any other generator is left as it is.

@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-pub use variants::Variant;
+pub use variants::{Variant, VariantFilters};
 
 /// A parsed manifest.
 #[derive(Debug, Clone, Default)]
@@ -171,6 +171,16 @@ impl Manifest {
         read::read(text).map_err(|problems| Error::Manifest {
             path: path.to_path_buf(),
             problems,
+        })
+    }
+
+    /// The CK filters of `[[mha_fwd_variants]]` and `[[mha_bwd_variants]]`.
+    pub fn variant_filters(&self) -> Result<VariantFilters> {
+        variants::filters(&self.mha_fwd_variants, &self.mha_bwd_variants).map_err(|problem| {
+            Error::InvalidOption {
+                option: format!("manifest {}", self.path.display()),
+                problem,
+            }
         })
     }
 

@@ -28,6 +28,10 @@ const PATCHES: &[(&str, &[u8])] = &[
         "0005-aiter-asm-v3-loaders-embedded-hsa.patch",
         include_bytes!("../../../patches/aiter/0005-aiter-asm-v3-loaders-embedded-hsa.patch"),
     ),
+    (
+        "0006-ck-fmha-filter-alternatives.patch",
+        include_bytes!("../../../patches/aiter/0006-ck-fmha-filter-alternatives.patch"),
+    ),
 ];
 
 /// Where the series lives in qola-build's sources (for messages; nothing reads it at run time).
@@ -62,7 +66,12 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap())
             .filter(|e| e.file_name().to_string_lossy().ends_with(".patch"))
-            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
             .collect();
         on_disk.sort();
         let bundled: Vec<(String, Vec<u8>)> = bundled_series()

@@ -61,7 +61,7 @@
 //! | `QOLA_MANIFEST` | manifest file (default: `qola.toml` in `CARGO_MANIFEST_DIR` in a build script, in the current directory otherwise, if present) |
 //! | `QOLA_AITER_COMMIT` | AITER commit: full or short SHA, tag, or branch (refreshed from origin on every run) |
 //! | `QOLA_AITER_URL` | AITER repository URL or local path (default `https://github.com/ROCm/aiter.git`) |
-//! | `QOLA_PATCHES_DIR` | patch series directory: every `*.patch`, in file-name order |
+//! | `QOLA_PATCHES_DIR` | patch series directory: every `*.patch`, in file-name order (none given: a manifest gets qola's own series, compiled in) |
 //! | `QOLA_AITER_ROOT` | the checkout (default `<cache>/checkouts/<name>-<hash of the URL>`) |
 //! | `QOLA_CACHE_DIR` | qola's cache: default checkouts and stat snapshots (default `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`) |
 //! | `QOLA_SKIP_PREPARE=1` | use the checkout as it is, write nothing (debug with local edits) |
@@ -71,7 +71,8 @@
 //! | `XDG_CACHE_HOME`, `HOME` | locate the default cache |
 //! | `CARGO_MANIFEST_DIR` | locate the default manifest (build scripts only) |
 //! | `HIPCC`, `ROCM_PATH`, `HIP_PATH`, `PATH` | [`HipBuild`]: find the HIP compiler |
-//! | `QOLA_GPU_ARCHS`, `GPU_ARCHS` | [`HipBuild`]: GPU architectures (`native` = this machine's) |
+//! | `QOLA_GPU_ARCHS`, `GPU_ARCHS` | [`HipBuild`]: GPU architectures (`native` = this machine's); `QOLA_GPU_ARCHS` over the manifest's, which are over `GPU_ARCHS` (QoLA's order) |
+//! | `QOLA_BUILD_GROUPS`, `QOLA_PREBUILT_DIR_<GROUP>`, `QOLA_AITER_SOURCE_DIR` | [`OutputBuild`] (`qola build`): groups to build, a group's prebuilt libraries, a tree to build as it is |
 //! | `QOLA_COMPILER_LAUNCHER` | [`HipBuild`]: wraps every compile (`ccache`, `sccache`) |
 //! | `NUM_JOBS` | [`HipBuild`]: compiles at once (Cargo sets it) |
 //! | `QOLA_JOB_MEMORY_MB` | [`HipBuild`]: memory one compile needs; compiles at once are capped to what `MemAvailable` holds (default: the peak measured last time, else [`HipBuild::memory_per_job`]) |

@@ -304,3 +304,100 @@ fn a_manifest_with_many_mistakes_gets_every_one_in_one_run() {
     assert!(text.contains("4 problems"), "{text}");
     assert!(!tmp.path().join("out").exists(), "nothing is written");
 }
+
+/// A consumer shaped like TransformerEngine's ck_fused_attn (`examples/cmake-te`): real CMake
+/// configures by running `qola build`, checks `qola_config.h`, compiles a program with the sid
+/// toolchain that links `-l:te_libmha_fwd.so` and calls `QOLA_NS(mha_fwd)`, which answers with
+/// an error instead of ending the process (no GPU here). A second configure and build do
+/// nothing.
+#[test]
+fn a_te_shaped_cmake_project_configures_builds_links_and_runs_and_a_second_round_does_nothing() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let Some(cmake) = qola_tests::tool("cmake", "cmake") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let te = manifest(tmp.path(), &real, "te", "");
+    let build = fresh(&fixtures_dir().join("qola-build-out/cmake-te"));
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cmake-te");
+    let cmake_run = |args: &[&std::ffi::OsStr]| {
+        let mut command = Command::new(&cmake);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("QOLA_") || name == "GPU_ARCHS" {
+                command.env_remove(name);
+            }
+        }
+        let out = command
+            .args(args)
+            .env("HIPCC", &hipcc)
+            .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+            .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "cmake {args:?}: {text}");
+        text
+    };
+    // The first configure sets the cache; a later one (as CMake reruns it) only re-runs.
+    let reconfigure = || {
+        cmake_run(&[
+            "-S".as_ref(),
+            source.as_os_str(),
+            "-B".as_ref(),
+            build.as_os_str(),
+        ])
+    };
+    let configure = || {
+        cmake_run(&[
+            "-S".as_ref(),
+            source.as_os_str(),
+            "-B".as_ref(),
+            build.as_os_str(),
+            format!("-DQOLA={QOLA}").as_ref(),
+            format!("-DQOLA_MANIFEST={}", te.display()).as_ref(),
+            format!(
+                "-DQOLA_AITER_ROOT={}",
+                fixtures_dir().join("aiter-narrow").display()
+            )
+            .as_ref(),
+            format!("-DCMAKE_CXX_COMPILER={}", hipcc.display()).as_ref(),
+            // The sandboxed compiler's depfiles name its own system headers, which do not exist
+            // on this machine: make would rebuild every time. CMake's own scanner skips them.
+            "-DCMAKE_DEPENDS_USE_COMPILER=OFF".as_ref(),
+        ])
+    };
+    let build_it = || cmake_run(&["--build".as_ref(), build.as_os_str()]);
+    configure();
+    build_it();
+    let program = build.join("call_mha_fwd");
+    assert!(program.is_file());
+    let run = in_sid_root(&hipcc, &program, &build);
+    let said = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        said.starts_with("threw: ") || said.starts_with("returned an error"),
+        "the call answers with an error: {said}"
+    );
+
+    let before = mtimes(&build.join("qola"));
+    let program_before = std::fs::metadata(&program).unwrap().modified().unwrap();
+    tick();
+    reconfigure();
+    let again = build_it();
+    assert_nothing_written(&before, &build.join("qola"));
+    assert_eq!(
+        std::fs::metadata(&program).unwrap().modified().unwrap(),
+        program_before,
+        "nothing relinked: {again}"
+    );
+}

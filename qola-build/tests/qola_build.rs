@@ -401,3 +401,52 @@ fn a_te_shaped_cmake_project_configures_builds_links_and_runs_and_a_second_round
         "nothing relinked: {again}"
     );
 }
+
+#[test]
+fn groups_select_modules_and_a_prebuilt_group_is_taken_as_it_is() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let te = manifest(tmp.path(), &real, "te", "");
+    // A group no module has is an error naming it; nothing is built.
+    let mut unknown = Command::new(QOLA);
+    unknown
+        .args(["build", "--group", "attention", "-m"])
+        .arg(&te)
+        .arg("-a")
+        .arg(fixtures_dir().join("aiter-narrow"))
+        .arg("-o")
+        .arg(&out)
+        .env("HIPCC", &hipcc)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"));
+    let run = unknown.output().unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(stderr(&run).contains("group attention"), "{}", stderr(&run));
+    assert!(!out.join("lib").exists());
+
+    // QOLA_PREBUILT_DIR_MHA: the mha group's library comes from there; nothing compiles.
+    let prebuilt = tmp.path().join("prebuilt");
+    std::fs::create_dir_all(&prebuilt).unwrap();
+    std::fs::write(prebuilt.join("te_libmha_fwd.so"), b"a prebuilt library").unwrap();
+    let run = Command::new(QOLA)
+        .args(["build", "-m"])
+        .arg(&te)
+        .arg("-a")
+        .arg(fixtures_dir().join("aiter-narrow"))
+        .arg("-o")
+        .arg(&out)
+        .env("HIPCC", &hipcc)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+        .env("QOLA_BUILD_GROUPS", "mha")
+        .env("QOLA_PREBUILT_DIR_MHA", &prebuilt)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(compiled(&run), Vec::<String>::new());
+    assert_eq!(
+        std::fs::read(out.join("lib/te_libmha_fwd.so")).unwrap(),
+        b"a prebuilt library"
+    );
+}

@@ -450,3 +450,53 @@ fn groups_select_modules_and_a_prebuilt_group_is_taken_as_it_is() {
         b"a prebuilt library"
     );
 }
+
+/// QoLA's precedence: `--arch` > `[build] architectures` > `GPU_ARCHS`.
+#[test]
+fn architectures_come_from_arch_then_the_manifest_then_gpu_archs() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let with = manifest(tmp.path(), &real, "te", "");
+    let text = std::fs::read_to_string(&with).unwrap();
+    let without = tmp.path().join("no-archs.toml");
+    std::fs::write(&without, text.replace("architectures = [\"gfx942\"]\n", "")).unwrap();
+    let plan = |manifest: &Path, arch: Option<&str>| -> Vec<String> {
+        let mut command = Command::new(QOLA);
+        command
+            .args(["plan", "--json", "-m"])
+            .arg(manifest)
+            .arg("-a")
+            .arg(fixtures_dir().join("aiter-narrow"))
+            .arg("-o")
+            .arg(tmp.path().join("out"))
+            .env("HIPCC", &hipcc)
+            .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+            .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
+            .env("GPU_ARCHS", "gfx950");
+        if let Some(arch) = arch {
+            command.args(["--arch", arch]);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["modules"][0]["compile"]["archs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(plan(&with, None), ["gfx942"], "the manifest over GPU_ARCHS");
+    assert_eq!(
+        plan(&with, Some("gfx950;gfx942")),
+        ["gfx942", "gfx950"],
+        "--arch over both"
+    );
+    assert_eq!(
+        plan(&without, None),
+        ["gfx950"],
+        "GPU_ARCHS without the manifest's"
+    );
+}

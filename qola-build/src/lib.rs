@@ -126,7 +126,7 @@ pub fn build_script_env(name: &str) -> Result<Option<String>> {
     build_script::Env::new(&directives).var(name)
 }
 pub use compile::toolchain::HipToolchain;
-pub use error::{Error, ErrorKind, Result};
+pub use error::{AiterError, CompileError, Error, ErrorKind, ManifestError, PrepareError, Result};
 pub use manifest::Manifest;
 pub use prepare::prepare_aiter;
 pub use prepare::report::{Action, Preparation, Reason, ReasonKind};

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use qola_build::{Action, Error, ReasonKind};
+use qola_build::{Action, Error, PrepareError, ReasonKind};
 
 /// The files under `dir` (relative), `.git` excluded.
 fn files(dir: &Path) -> Vec<String> {
@@ -72,7 +72,10 @@ fn a_patch_writing_through_a_symlink_it_creates_writes_nothing_anywhere() {
     );
     let before = mtimes(&s.root);
     let e = prepare_err(&s);
-    assert!(matches!(e, Error::UnsafePatchPath { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Prepare(PrepareError::UnsafePatchPath { .. })),
+        "{e}"
+    );
     assert!(e.to_string().contains("0004-evil.patch"), "{e}");
     assert!(files(&victim).is_empty(), "{:?}", files(&victim));
     assert_nothing_written(&before, &s.root);
@@ -271,7 +274,7 @@ fn an_edit_of_a_file_whose_name_is_not_utf8_is_seen() {
     options().try_prepare().unwrap();
     std::fs::write(s.root.join(name), "edited\n").unwrap();
     let p = match options().try_prepare() {
-        Err(Error::Refused(p)) => *p,
+        Err(Error::Prepare(PrepareError::Refused(p))) => *p,
         other => panic!("expected a refusal: {other:?}"),
     };
     assert_eq!(p.edited_paths.len(), 1, "{p}");

@@ -6,7 +6,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 
 use common::*;
-use qola_build::{Action, Error, ReasonKind};
+use qola_build::{Action, Error, ManifestError, PrepareError, ReasonKind};
 
 #[test]
 fn first_prepare_clones_and_applies_the_series_to_both_repositories() {
@@ -111,7 +111,7 @@ fn hand_edit_is_refused_and_nothing_changes() {
     assert_eq!(p.edited_paths, vec![UNTOUCHED.to_string()]);
     assert_nothing_written(&before, &s.root);
     assert_eq!(s.read(UNTOUCHED), "# my edit\n");
-    let message = Error::Refused(Box::new(p)).to_string();
+    let message = PrepareError::Refused(Box::new(p)).to_string();
     for way in [
         "QOLA_SKIP_PREPARE=1",
         "qola diff",
@@ -151,7 +151,7 @@ fn refusal_lists_twenty_paths_and_counts_the_rest() {
     }
     let p = s.refused();
     assert_eq!(p.edited_paths.len(), 25);
-    let message = Error::Refused(Box::new(p)).to_string();
+    let message = PrepareError::Refused(Box::new(p)).to_string();
     assert!(message.contains("and 5 more"), "{message}");
     assert!(!message.contains("new_24"), "{message}");
 }
@@ -204,7 +204,10 @@ fn skip_uses_the_tree_as_it_is_and_names_the_differences() {
 fn skip_without_a_checkout_is_an_error() {
     let s = setup();
     let e = s.options().skip(true).try_prepare().unwrap_err();
-    assert!(matches!(e, Error::SkipWithoutCheckout { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Prepare(PrepareError::SkipWithoutCheckout { .. })),
+        "{e}"
+    );
 }
 
 #[test]
@@ -313,7 +316,7 @@ fn gitmodules_ignore_all_does_not_hide_submodule_edits() {
     s.write("3rdparty/composable_kernel/library/new.txt", "x\n");
     git(&s.ck(), &["add", "library/new.txt"]);
     let p = match s.options().commit(&commit).try_prepare() {
-        Err(Error::Refused(p)) => p,
+        Err(Error::Prepare(PrepareError::Refused(p))) => p,
         other => panic!("expected a refusal: {other:?}"),
     };
     assert_eq!(
@@ -496,7 +499,10 @@ fn tree_escaping_patch_is_refused_with_the_tree_untouched() {
         "--- a/../../outside.txt\n+++ b/../../outside.txt\n@@ -0,0 +1 @@\n+owned\n",
     );
     let e = s.options().try_prepare().unwrap_err();
-    assert!(matches!(e, Error::UnsafePatchPath { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Prepare(PrepareError::UnsafePatchPath { .. })),
+        "{e}"
+    );
     assert!(e.to_string().contains("0004-escape.patch"), "{e}");
     assert_nothing_written(&before, &s.root);
     assert!(!s.tmp.path().join("outside.txt").exists());
@@ -513,7 +519,10 @@ fn patch_through_a_symlink_in_the_work_tree_is_refused() {
         "diff --git a/linked/x.txt b/linked/x.txt\nnew file mode 100644\n--- /dev/null\n+++ b/linked/x.txt\n@@ -0,0 +1 @@\n+x\n",
     );
     let e = s.options().try_prepare().unwrap_err();
-    assert!(matches!(e, Error::UnsafePatchPath { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Prepare(PrepareError::UnsafePatchPath { .. })),
+        "{e}"
+    );
     assert!(!s.tmp.path().join("elsewhere/x.txt").exists());
 }
 
@@ -530,13 +539,13 @@ fn failing_patch_names_patch_file_and_hunk_and_leaves_the_tree() {
     let before = mtimes(&s.root);
     let e = s.options().try_prepare().unwrap_err();
     let message = e.to_string();
-    let Error::PatchFailed {
+    let Error::Prepare(PrepareError::PatchFailed {
         patch,
         file,
         hunk,
         upstream,
         ..
-    } = &e
+    }) = &e
     else {
         panic!("{e}")
     };
@@ -558,9 +567,9 @@ fn patch_already_applied_upstream_gets_the_drop_hint() {
         "upstream adds lse",
     );
     let e = s.options().commit(&upstreamed).try_prepare().unwrap_err();
-    let Error::PatchFailed {
+    let Error::Prepare(PrepareError::PatchFailed {
         patch, upstream, ..
-    } = &e
+    }) = &e
     else {
         panic!("{e}")
     };
@@ -605,7 +614,10 @@ fn offline_with_a_missing_commit_is_an_error_unless_the_url_is_a_local_path() {
         .offline(true)
         .try_prepare()
         .unwrap_err();
-    assert!(matches!(e, Error::Offline { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Prepare(PrepareError::Offline { .. })),
+        "{e}"
+    );
     assert!(e.to_string().contains("QOLA_OFFLINE"), "{e}");
     // Offline with everything present works.
     assert_action(
@@ -620,7 +632,10 @@ fn offline_with_a_missing_commit_is_an_error_unless_the_url_is_a_local_path() {
         .offline(true)
         .try_prepare()
         .unwrap_err();
-    assert!(matches!(e, Error::Offline { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Prepare(PrepareError::Offline { .. })),
+        "{e}"
+    );
     assert!(!fresh.exists());
     // A local path needs no network: fetching and cloning from it work offline.
     let p = s
@@ -685,7 +700,10 @@ fn missing_manifest_file_is_an_error_naming_it() {
     let mut options = s.options();
     options.manifest(s.tmp.path().join("none.toml"));
     let e = options.try_prepare().unwrap_err();
-    assert!(matches!(e, Error::ManifestRead { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Manifest(ManifestError::Read { .. })),
+        "{e}"
+    );
     assert!(e.to_string().contains("none.toml"), "{e}");
 }
 
@@ -701,7 +719,10 @@ fn missing_commit_is_an_error_naming_the_ways_to_set_it() {
         .url(s.demo.aiter.to_string_lossy())
         .cargo_metadata(false);
     let e = options.try_prepare().unwrap_err();
-    assert!(matches!(e, Error::NoCommit { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Prepare(PrepareError::NoCommit { .. })),
+        "{e}"
+    );
     for hint in ["aiter_commit", "QOLA_AITER_COMMIT", "--commit"] {
         assert!(e.to_string().contains(hint), "{e}");
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result, io_error};
+use crate::error::{AiterError, Result, io_error};
 use crate::util::shell_quote;
 use crate::util::write_atomic;
 
@@ -115,21 +115,22 @@ pub(crate) fn run_generator(
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("GPU_ARCHS", gpu_archs)
         .output()
-        .map_err(|e| Error::Codegen {
+        .map_err(|e| AiterError::Codegen {
             command: format!("{} {}", python.display(), argv.join(" ")),
             stderr: e.to_string(),
         })?;
     let elapsed = start.elapsed();
     if !output.status.success() {
         let _ = std::fs::remove_dir_all(&tmp);
-        return Err(Error::Codegen {
+        return Err(AiterError::Codegen {
             command: std::iter::once(python.to_string_lossy().into_owned())
                 .chain(argv)
                 .map(|a| shell_quote(&a))
                 .collect::<Vec<_>>()
                 .join(" "),
             stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        });
+        }
+        .into());
     }
     // Copy what changed into the stable directory; remove what is no longer produced.
     let produced = files_under(&tmp);

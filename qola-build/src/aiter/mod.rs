@@ -30,6 +30,7 @@
 //! 0.8–1.2 GB), on top of Cargo's jobserver.
 
 mod codegen;
+mod error;
 mod hsa;
 mod library;
 mod output;
@@ -40,6 +41,7 @@ pub mod registry;
 use std::path::{Path, PathBuf};
 
 pub use codegen::Generated;
+pub use error::AiterError;
 pub use hsa::{EmbeddedHsa, embed_hsa};
 pub use library::{AiterLibrary, Api, library, write_public_headers};
 pub use output::{BuildOutcome, BuildRecord, ModulePlan, ModuleRecord, OutputBuild, Summary};
@@ -48,7 +50,7 @@ pub use recipe::{AiterPaths, ModuleRecipe};
 
 use crate::build_script::Env;
 use crate::compile::toolchain::HipToolchain;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::manifest::Module;
 
 /// The oldest HIP whose clang compiles composable_kernel's tile code.
@@ -73,13 +75,14 @@ pub fn check_ck_toolchain(toolchain: &HipToolchain) -> Result<()> {
     let found = hip_version(toolchain);
     match found {
         Some((major, minor, _)) if (major, minor) >= MIN_CK_HIP => Ok(()),
-        _ => Err(Error::ToolchainTooOld {
+        _ => Err(AiterError::ToolchainTooOld {
             needed: format!("{}.{}", MIN_CK_HIP.0, MIN_CK_HIP.1),
             found: found.map_or("an unknown HIP version".to_string(), |(a, b, _)| {
                 format!("{a}.{b}")
             }),
             compiler: toolchain.path.clone(),
-        }),
+        }
+        .into()),
     }
 }
 
@@ -264,7 +267,7 @@ fn prepare_with(
     }
     let python = match env.var_os("QOLA_PYTHON") {
         Some(p) => PathBuf::from(p),
-        None => which::which("python3").map_err(|_| Error::Codegen {
+        None => which::which("python3").map_err(|_| AiterError::Codegen {
             command: "python3".to_string(),
             stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` module".to_string(),
         })?,

@@ -28,7 +28,7 @@ use super::{AiterModuleSpec, Api, library};
 use crate::build_script::{Directives, Env};
 use crate::compile::CompilePlan;
 use crate::compile::toolchain::HipToolchain;
-use crate::error::{Error, Result, io_error};
+use crate::error::{AiterError, Error, ManifestError, Result, io_error};
 use crate::manifest::{BuildMode, Manifest, Module};
 use crate::prepare::settings::Prepare;
 use crate::util::write_if_changed;
@@ -204,7 +204,10 @@ impl OutputBuild {
             prepare.skip(true);
         }
         let settings = prepare.settings(env, directives)?;
-        let manifest_path = settings.manifest_path.clone().ok_or(Error::NoManifest)?;
+        let manifest_path = settings
+            .manifest_path
+            .clone()
+            .ok_or(ManifestError::Missing)?;
         let manifest = Manifest::from_path(&manifest_path)?;
         let prepared = prepare.try_prepare()?;
         for warning in &prepared.warnings {
@@ -247,13 +250,14 @@ impl OutputBuild {
                 .iter()
                 .any(|m| m.group.as_deref() == Some(group))
             {
-                return Err(Error::InvalidOption {
+                return Err(AiterError::InvalidOption {
                     option: format!("group {group}"),
                     problem: format!(
                         "no [[modules]] entry of {} has group = {group:?}",
                         ctx.manifest.path.display()
                     ),
-                });
+                }
+                .into());
             }
         }
         let mut selected = Vec::new();
@@ -396,10 +400,10 @@ impl OutputBuild {
         }
         let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
         if mode == Some(BuildMode::Pybind) {
-            return Err(Error::InvalidOption {
+            return Err(AiterError::InvalidOption {
                 option: format!("module {} mode = \"pybind\"", s.module.name),
                 problem: "a pybind module is a Python extension linked against PyTorch, which qola does not build; use mode = \"cpp_itfs\"".to_string(),
-            });
+            }.into());
         }
         let work = self.output_dir.join("_qola");
         let gen_dir = work.join("gen");
@@ -480,14 +484,15 @@ fn check_rocm_versions(manifest: &Manifest, toolchain: &HipToolchain) -> Result<
     if wanted.iter().any(|w| matches(w)) {
         return Ok(());
     }
-    Err(Error::RocmVersion {
+    Err(AiterError::RocmVersion {
         manifest: manifest.path.clone(),
         wanted: wanted.clone(),
         found: found.map_or("an unknown HIP version".to_string(), |(a, b, c)| {
             format!("{a}.{b}.{c}")
         }),
         compiler: toolchain.path.clone(),
-    })
+    }
+    .into())
 }
 
 /// Copies AITER's tuning tables (`*.csv` and `model_configs/`) into `configs/`, each file only

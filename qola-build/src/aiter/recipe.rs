@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::build_script::Env;
-use crate::error::{Error, Result};
+use crate::error::{AiterError, Error, Result};
 
 /// Where the AITER tree's parts are, as AITER's `core.py` names them.
 #[derive(Debug, Clone)]
@@ -79,12 +79,13 @@ struct Evaluator<'a> {
 
 impl Evaluator<'_> {
     fn fail(&self, expr: &str, why: &str) -> Error {
-        Error::AiterConfig {
+        AiterError::AiterConfig {
             module: self.module.to_string(),
             field: self.field.to_string(),
             expression: expr.to_string(),
             why: why.to_string(),
         }
+        .into()
     }
 
     fn eval(&self, expr: &str) -> Result<Eval> {
@@ -280,22 +281,25 @@ pub(crate) fn load(
     let file = paths.root.join("aiter/jit/optCompilerConfig.json");
     let text = std::fs::read_to_string(&file).map_err(crate::error::io_error("read", &file))?;
     let all: BTreeMap<String, Value> =
-        serde_json::from_str(&text).map_err(|e| Error::AiterConfig {
+        serde_json::from_str(&text).map_err(|e| AiterError::AiterConfig {
             module: module.to_string(),
             field: "(file)".to_string(),
             expression: file.display().to_string(),
             why: e.to_string(),
         })?;
-    let mut entry = all.get(module).cloned().ok_or_else(|| Error::AiterConfig {
-        module: module.to_string(),
-        field: "(entry)".to_string(),
-        expression: String::new(),
-        why: format!(
-            "no such module in {}; known: {}",
-            file.display(),
-            all.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
-    })?;
+    let mut entry = all
+        .get(module)
+        .cloned()
+        .ok_or_else(|| AiterError::AiterConfig {
+            module: module.to_string(),
+            field: "(entry)".to_string(),
+            expression: String::new(),
+            why: format!(
+                "no such module in {}; known: {}",
+                file.display(),
+                all.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        })?;
     if let Value::Object(fields) = &mut entry {
         for (field, value) in overrides {
             fields.insert(field.clone(), value.clone());

@@ -252,11 +252,11 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        Err(Error::Refused(prepared)) => {
-            if cli.json {
-                print_json(&serde_json::to_value(&*prepared).expect("a report always serializes"));
+        Err(e) if e.refused().is_some() => {
+            if let (true, Some(prepared)) = (cli.json, e.refused()) {
+                print_json(&serde_json::to_value(prepared).expect("a report always serializes"));
             }
-            eprintln!("qola {}: {}", cli.command, Error::Refused(prepared));
+            eprintln!("qola {}: {e}", cli.command);
             ExitCode::from(2)
         }
         Err(e) => fail(&cli, &e),

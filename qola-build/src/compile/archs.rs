@@ -13,7 +13,7 @@ use std::process::Command;
 use crate::build_script::Env;
 use crate::compile::probe::{ProbeAnswer, probe};
 use crate::compile::toolchain::HipToolchain;
-use crate::error::{Error, Result};
+use crate::error::{CompileError, Result};
 
 fn split(list: &str) -> Vec<String> {
     list.split([';', ','])
@@ -78,7 +78,7 @@ fn native() -> Result<Vec<String>> {
         from_enumerator
     };
     if found.is_empty() {
-        return Err(Error::NoGpuArch);
+        return Err(CompileError::NoGpuArch.into());
     }
     Ok(found)
 }
@@ -109,19 +109,21 @@ pub(crate) fn validate(
             "-c".to_string(),
         ];
         if probe(toolchain, &bare, cache, scratch)? == ProbeAnswer::Accepted {
-            return Err(Error::RejectedFlags {
+            return Err(CompileError::RejectedFlags {
                 flags: command[1..].join(" "),
                 compiler: toolchain.path.clone(),
                 version: toolchain.version(),
                 stderr,
-            });
+            }
+            .into());
         }
-        return Err(Error::UnsupportedArch {
+        return Err(CompileError::UnsupportedArch {
             arch: arch.clone(),
             compiler: toolchain.path.clone(),
             version: toolchain.version(),
             stderr,
-        });
+        }
+        .into());
     }
     Ok(())
 }

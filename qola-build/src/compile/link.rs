@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::compile::toolchain::HipToolchain;
-use crate::error::{Error, Result, io_error};
+use crate::error::{CompileError, Result, io_error};
 use crate::util::shell_quote;
 use crate::util::write_atomic;
 
-/// Runs a link tool, turning a failure into [`Error::Link`].
+/// Runs a link tool, turning a failure into [`CompileError::Link`].
 fn run(program: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
     let shown = std::iter::once(program.as_os_str())
         .chain(args.iter().copied())
@@ -25,26 +25,31 @@ fn run(program: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
     let out = Command::new(program)
         .args(args)
         .output()
-        .map_err(|e| Error::Link {
+        .map_err(|e| CompileError::Link {
             command: shown.clone(),
             stderr: e.to_string(),
         })?;
     if out.status.success() {
         return Ok(());
     }
-    Err(Error::Link {
+    Err(CompileError::Link {
         command: shown,
         stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-    })
+    }
+    .into())
 }
 
 fn tool(names: &[&str]) -> Result<PathBuf> {
     names
         .iter()
         .find_map(|n| which::which(n).ok())
-        .ok_or_else(|| Error::Link {
-            command: names.join(" or "),
-            stderr: "not found on PATH; install binutils (`apt-get install binutils`)".to_string(),
+        .ok_or_else(|| {
+            CompileError::Link {
+                command: names.join(" or "),
+                stderr: "not found on PATH; install binutils (`apt-get install binutils`)"
+                    .to_string(),
+            }
+            .into()
         })
 }
 
@@ -210,7 +215,7 @@ pub(crate) fn link(
         .cargo_warnings(false)
         .object(&combined)
         .try_compile(name)
-        .map_err(|e| Error::Link {
+        .map_err(|e| CompileError::Link {
             command: format!("ar (through cc) for lib{name}.a"),
             stderr: e.to_string(),
         })?;

@@ -23,6 +23,7 @@
 
 pub(crate) mod archs;
 mod depfile;
+mod error;
 mod jobs;
 mod launcher;
 mod link;
@@ -42,6 +43,7 @@ use crate::error::{Error, Result, io_error};
 use crate::prepare::settings::cache_dir;
 use crate::util::shell_quote;
 use crate::util::write_atomic;
+pub use error::CompileError;
 pub use launcher::LauncherHits;
 use object_cache::{ObjectCache, unit_id};
 
@@ -308,7 +310,7 @@ impl HipBuild {
             None => env
                 .var_os("OUT_DIR")
                 .map(PathBuf::from)
-                .ok_or(Error::NoOutDir)?,
+                .ok_or(CompileError::NoOutDir)?,
         };
         std::fs::create_dir_all(&out_dir).map_err(io_error("create", &out_dir))?;
         // Canonical like the sources and headers, so those under OUT_DIR are recognized.
@@ -552,13 +554,14 @@ impl HipBuild {
                 )
                 .as_bytes(),
             )?;
-            return Err(Error::Compile {
+            return Err(CompileError::Compile {
                 source_file: units[failed.unit].source.clone(),
                 command,
                 status: code,
                 stderr: stderr.trim().to_string(),
                 repro,
-            });
+            }
+            .into());
         }
         for outcome in &outcomes {
             let (_, id, object, depfile) = scratch

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::toolchain::HipToolchain;
-use crate::error::{Error, Result, io_error};
+use crate::error::{CompileError, Result, io_error};
 use crate::util::write_atomic;
 
 /// What the compiler said.
@@ -52,7 +52,7 @@ pub(crate) fn probe(
         .arg("-o")
         .arg(&object)
         .output()
-        .map_err(|e| Error::HipCompilerUnusable {
+        .map_err(|e| CompileError::HipCompilerUnusable {
             path: toolchain.path.clone(),
             why: format!("cannot run it: {e}"),
         })?;

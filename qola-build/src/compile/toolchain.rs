@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::error::{Error, Result};
+use crate::error::{CompileError, Result};
 
 /// Where a ROCm install keeps hipcc by default.
 const OPT_ROCM_HIPCC: &str = "/opt/rocm/bin/hipcc";
@@ -47,7 +47,7 @@ impl HipToolchain {
                 return HipToolchain::identify(&path);
             }
             looked.push(format!("HIPCC={}", given.display()));
-            return Err(Error::NoHipCompiler { looked });
+            return Err(CompileError::NoHipCompiler { looked }.into());
         }
         for var in ["ROCM_PATH", "HIP_PATH"] {
             if let Some(dir) = env.var_os(var) {
@@ -66,7 +66,7 @@ impl HipToolchain {
             return HipToolchain::identify(Path::new(OPT_ROCM_HIPCC));
         }
         looked.push(OPT_ROCM_HIPCC.to_string());
-        Err(Error::NoHipCompiler { looked })
+        Err(CompileError::NoHipCompiler { looked }.into())
     }
 
     /// The compiler at `path`, identified by running `--version`.
@@ -83,20 +83,23 @@ impl HipToolchain {
             // noisy on machines without one.
             command.arg("--offload-arch=gfx90a");
         }
-        let output = command.output().map_err(|e| Error::HipCompilerUnusable {
-            path: path.to_path_buf(),
-            why: format!("cannot run `{} --version`: {e}", path.display()),
-        })?;
+        let output = command
+            .output()
+            .map_err(|e| CompileError::HipCompilerUnusable {
+                path: path.to_path_buf(),
+                why: format!("cannot run `{} --version`: {e}", path.display()),
+            })?;
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
         if !output.status.success() || text.trim().is_empty() {
-            return Err(Error::HipCompilerUnusable {
+            return Err(CompileError::HipCompilerUnusable {
                 path: path.to_path_buf(),
                 why: format!(
                     "`{} --version` failed: {}",
                     path.display(),
                     String::from_utf8_lossy(&output.stderr).trim()
                 ),
-            });
+            }
+            .into());
         }
         let line_with = |needle: &str| {
             text.lines()

@@ -35,13 +35,15 @@
 //! file is reported in one error, each as `file:line: key: what`. Only `[qola]` affects
 //! preparation; the rest is read by the compile steps.
 
+mod error;
 mod read;
 pub mod variants;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{AiterError, Result};
+pub use error::ManifestError;
 pub use variants::{Variant, VariantFilters};
 
 /// A parsed manifest.
@@ -154,7 +156,7 @@ impl std::fmt::Display for Problem {
 impl Manifest {
     /// Reads and checks a manifest file; `patches_dir` becomes absolute (relative to the file).
     pub fn from_path(path: &Path) -> Result<Manifest> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::ManifestRead {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -168,19 +170,23 @@ impl Manifest {
 
     /// Parses manifest text; `path` is used in error messages only.
     pub fn from_str_at(text: &str, path: &Path) -> Result<Manifest> {
-        read::read(text).map_err(|problems| Error::Manifest {
-            path: path.to_path_buf(),
-            problems,
+        read::read(text).map_err(|problems| {
+            ManifestError::Invalid {
+                path: path.to_path_buf(),
+                problems,
+            }
+            .into()
         })
     }
 
     /// The CK filters of `[[mha_fwd_variants]]` and `[[mha_bwd_variants]]`.
     pub fn variant_filters(&self) -> Result<VariantFilters> {
         variants::filters(&self.mha_fwd_variants, &self.mha_bwd_variants).map_err(|problem| {
-            Error::InvalidOption {
+            AiterError::InvalidOption {
                 option: format!("manifest {}", self.path.display()),
                 problem,
             }
+            .into()
         })
     }
 

@@ -1,4 +1,6 @@
 use super::*;
+use crate::error::Error;
+use crate::error::ManifestError;
 
 fn parse(text: &str) -> Result<Manifest> {
     Manifest::from_str_at(text, Path::new("qola.toml"))
@@ -6,7 +8,7 @@ fn parse(text: &str) -> Result<Manifest> {
 
 fn problems(text: &str) -> Vec<Problem> {
     match parse(text) {
-        Err(Error::Manifest { problems, .. }) => problems,
+        Err(Error::Manifest(ManifestError::Invalid { problems, .. })) => problems,
         other => panic!("expected manifest problems, got {other:?}"),
     }
 }
@@ -46,7 +48,7 @@ fn absent_hsa_subdirs_differ_from_an_empty_list() {
 #[test]
 fn unknown_key_names_file_line_and_key() {
     let e = parse("[qola]\naiter_commit = \"abc\"\n\n[build]\narchs = []\n").unwrap_err();
-    let Error::Manifest { problems, .. } = &e else {
+    let Error::Manifest(ManifestError::Invalid { problems, .. }) = &e else {
         panic!("{e}")
     };
     assert_eq!(problems.len(), 1);

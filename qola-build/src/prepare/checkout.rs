@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
 use crate::build_script::Env;
-use crate::error::{Error, Result, git_error, io_error};
+use crate::error::{PrepareError, Result, git_error, io_error};
 use crate::prepare::git_cli::GitCli;
 use crate::prepare::patch::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK};
 use crate::prepare::state::{Entry, PathState};
@@ -25,7 +25,7 @@ pub(crate) enum Network<'e> {
     /// `QOLA_OFFLINE=1` / `CARGO_NET_OFFLINE=true`: a missing object is an error, unless the
     /// URL is a local path (`file://` or a directory), which needs no network.
     Offline(&'e Env<'e>),
-    /// `qola status`: never fetch; a missing object is reported as [`Error::FetchNeeded`].
+    /// `qola status`: never fetch; a missing object is reported as [`PrepareError::FetchNeeded`].
     Never,
 }
 
@@ -38,13 +38,15 @@ impl Network<'_> {
             Network::Offline(env) if crate::prepare::settings::is_local_url(url) => {
                 GitCli::find(env, what)
             }
-            Network::Offline(_) => Err(Error::Offline {
+            Network::Offline(_) => Err(PrepareError::Offline {
                 what: what.to_string(),
                 root: root.to_path_buf(),
-            }),
-            Network::Never => Err(Error::FetchNeeded {
+            }
+            .into()),
+            Network::Never => Err(PrepareError::FetchNeeded {
                 what: what.to_string(),
-            }),
+            }
+            .into()),
         }
     }
 }
@@ -52,10 +54,10 @@ impl Network<'_> {
 /// Opens the checkout at `root`; `None` when there is none yet (missing or empty directory).
 pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
     if std::fs::symlink_metadata(root).is_ok_and(|m| !m.is_dir()) && !root.is_dir() {
-        return Err(Error::NotACheckout {
+        return Err(PrepareError::NotACheckout {
             root: root.to_path_buf(),
             why: "it is a file, not a directory: choose another root (--root, QOLA_AITER_ROOT) or move the file away".to_string(),
-        });
+        }.into());
     }
     match std::fs::read_dir(root) {
         Err(e) if crate::util::is_absent(&e) => return Ok(None),
@@ -66,7 +68,7 @@ pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
             }
         }
     }
-    let repo = Repository::open(root).map_err(|e| Error::NotACheckout {
+    let repo = Repository::open(root).map_err(|e| PrepareError::NotACheckout {
         root: root.to_path_buf(),
         why: e.message().to_string(),
     })?;
@@ -76,10 +78,11 @@ pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
         .zip(root.canonicalize().ok())
         .is_some_and(|(w, r)| w == r);
     if !workdir_matches {
-        return Err(Error::NotACheckout {
+        return Err(PrepareError::NotACheckout {
             root: root.to_path_buf(),
             why: "it is inside another repository, not the root of its own".to_string(),
-        });
+        }
+        .into());
     }
     Ok(Some(repo))
 }
@@ -237,11 +240,14 @@ pub(crate) fn resolve_commit(
     if let Some(id) = lookup(repo, spec, false) {
         return Ok((id, None));
     }
-    let not_found = |detail: &str| Error::CommitNotFound {
-        spec: spec.to_string(),
-        url: url.to_string(),
-        root: root.to_path_buf(),
-        detail: detail.to_string(),
+    let not_found = |detail: &str| {
+        PrepareError::CommitNotFound {
+            spec: spec.to_string(),
+            url: url.to_string(),
+            root: root.to_path_buf(),
+            detail: detail.to_string(),
+        }
+        .into()
     };
     if !looks_like_sha && let Some(id) = lookup(repo, spec, true) {
         let warning = match net {
@@ -522,11 +528,11 @@ impl Pinned {
                 let full = join(&parent.path, &path);
                 let workdir = root.join(&full);
                 let Some((name, sub_url)) = config.get(&path).cloned() else {
-                    return Err(Error::Submodule {
+                    return Err(PrepareError::Submodule {
                         path: full,
                         root: root.to_path_buf(),
                         why: "the pinned commit has a gitlink here but no .gitmodules entry; pin another commit".to_string(),
-                    });
+                    }.into());
                 };
                 let sub_url = resolve_relative_url(&parent.url, &sub_url);
                 let (repo, fresh) = match open_submodule(&workdir) {
@@ -761,14 +767,15 @@ fn open_detached_submodule(
         if let Ok(mut entries) = std::fs::read_dir(&workdir)
             && entries.next().is_some()
         {
-            return Err(Error::Submodule {
+            return Err(PrepareError::Submodule {
                 path: path.to_string(),
                 root: root.to_path_buf(),
                 why: format!(
                     "{} is not empty but has no repository; move its files away and prepare again",
                     workdir.display()
                 ),
-            });
+            }
+            .into());
         }
         if let Some(dir) = gitdir.parent() {
             std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{Error, Result};
+use crate::error::{PrepareError, Result};
 use crate::prepare::decision::Plan;
 use crate::prepare::diff::{Change, render};
 use crate::prepare::fingerprint::scan;
@@ -228,10 +228,11 @@ fn verify(
                 .map(|(r, _)| format!("HEAD of {}", if r.is_empty() { "." } else { r })),
         )
         .collect();
-    Err(Error::Verify {
+    Err(PrepareError::Verify {
         root: root.to_path_buf(),
         paths: name_some(&differing, LIST_LIMIT),
-    })
+    }
+    .into())
 }
 
 /// qola's cache is an optimisation: a failure to use it is a warning, never a failed prepare.

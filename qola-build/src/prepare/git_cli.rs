@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::error::{Error, Result};
+use crate::error::{Error, PrepareError, Result};
 use crate::util::shell_quote;
 
 /// Variables that would point git at another repository than the one qola names.
@@ -32,7 +32,7 @@ impl GitCli {
     pub(crate) fn find(env: &Env, what: &str) -> Result<GitCli> {
         let exe = match env.var_os("QOLA_GIT") {
             Some(path) => PathBuf::from(path),
-            None => which::which("git").map_err(|_| Error::GitNotFound {
+            None => which::which("git").map_err(|_| PrepareError::GitNotFound {
                 what: what.to_string(),
             })?,
         };
@@ -72,7 +72,7 @@ impl GitCli {
         if output.status.success() {
             return Ok(());
         }
-        Err(Error::GitCommand {
+        Err(PrepareError::GitCommand {
             command: shown,
             status: output.status.code(),
             what: what.to_string(),
@@ -80,6 +80,7 @@ impl GitCli {
                 .trim_end()
                 .to_string(),
             hint: hint.to_string(),
-        })
+        }
+        .into())
     }
 }

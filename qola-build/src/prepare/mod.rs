@@ -14,7 +14,7 @@
 //! (writing nothing in the checkout), [`decision::decide`] turns them into a
 //! [`decision::Decision`] (a pure function; the decision table in the crate docs is its
 //! specification), and [`execute`] carries a preparation out. `status` is observe + decide;
-//! `prepare` also executes, and only it turns a refusal into [`Error::Refused`]. Reasons are data
+//! `prepare` also executes, and only it turns a refusal into [`PrepareError::Refused`]. Reasons are data
 //! ([`why::Why`]) until the report renders them.
 //!
 //! # Cost of the common case
@@ -29,6 +29,7 @@
 pub(crate) mod checkout;
 mod decision;
 mod diff;
+mod error;
 mod execute;
 mod fingerprint;
 pub(crate) mod git_cli;
@@ -46,6 +47,8 @@ mod sync;
 mod tree_path;
 mod untracked;
 mod why;
+
+pub use error::PrepareError;
 
 use std::collections::BTreeSet;
 
@@ -80,7 +83,7 @@ impl PristineTree for Pinned {
 
 impl Prepare {
     /// Prepares the tree (see the table in the crate docs). Local edits give
-    /// [`Error::Refused`], which carries the report.
+    /// [`PrepareError::Refused`], which carries the report.
     pub fn try_prepare(&self) -> Result<Preparation> {
         self.prepare_with(&Directives::new(self.cargo_metadata))
     }
@@ -141,7 +144,7 @@ impl Prepare {
         }
         let observed = match observe(&ctx, None) {
             Ok(observed) => observed,
-            Err(Error::FetchNeeded { what }) => {
+            Err(Error::Prepare(PrepareError::FetchNeeded { what })) => {
                 return Ok(Preparation {
                     action: Action::Resync,
                     reasons: vec![Why::FetchNeeded(what).reason()],
@@ -166,9 +169,10 @@ impl Prepare {
         let observed = observe(&ctx, None)?;
         let Some(tree) = &observed.tree else {
             return match observed.facts.checkout {
-                decision::Checkout::Missing => Err(Error::NotPrepared {
+                decision::Checkout::Missing => Err(PrepareError::NotPrepared {
                     root: settings.root.clone(),
-                }),
+                }
+                .into()),
                 _ => Ok(Vec::new()),
             };
         };
@@ -188,7 +192,7 @@ impl Prepare {
     }
 }
 
-/// Carries `decision` out (a refusal becomes [`Error::Refused`]).
+/// Carries `decision` out (a refusal becomes [`PrepareError::Refused`]).
 fn act(
     ctx: &Context,
     mut observed: Observed,
@@ -200,7 +204,7 @@ fn act(
             keep_renewed_snapshot(ctx, &mut observed, &mut report);
             Ok(report)
         }
-        Decision::Refuse { .. } => Err(Error::Refused(Box::new(report))),
+        Decision::Refuse { .. } => Err(PrepareError::Refused(Box::new(report)).into()),
         Decision::Prepare(plan) => execute(ctx, observed, &plan, report),
         Decision::Clone => unreachable!("a checkout is there"),
     }
@@ -284,7 +288,7 @@ fn skip(ctx: &Context) -> Result<Preparation> {
     let (settings, directives) = (ctx.settings, ctx.directives);
     let root = &settings.root;
     let Some(repo) = open_checkout(root)? else {
-        return Err(Error::SkipWithoutCheckout { root: root.clone() });
+        return Err(PrepareError::SkipWithoutCheckout { root: root.clone() }.into());
     };
     let stamp = QolaDir::new(repo.path()).read_stamp();
     let now = scan(root, false, &stamp_submodules(stamp.as_ref()))?;

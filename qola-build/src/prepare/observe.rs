@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::Repository;
 
 use crate::build_script::{Directives, Env};
-use crate::error::{Error, Result};
+use crate::error::{PrepareError, Result};
 use crate::prepare::checkout::{Network, Pinned, Pristine, open_checkout, resolve_commit};
 use crate::prepare::decision::{Checkout, Facts, PathFacts, RepoFacts, StampFacts};
 use crate::prepare::fingerprint::{TreeScan, fingerprint_of, scan};
@@ -75,16 +75,16 @@ impl<'a> Context<'a> {
 
     /// The commit spec, which every run but a skip needs.
     pub(crate) fn spec(&self) -> Result<&str> {
-        self.settings
-            .commit
-            .as_deref()
-            .ok_or_else(|| Error::NoCommit {
+        self.settings.commit.as_deref().ok_or_else(|| {
+            PrepareError::NoCommit {
                 manifest: self
                     .settings
                     .manifest_path
                     .as_ref()
                     .map_or("none found".to_string(), |p| p.display().to_string()),
-            })
+            }
+            .into()
+        })
     }
 
     /// How this run may reach the network.

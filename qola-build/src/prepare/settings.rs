@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::build_script::Directives;
 use crate::build_script::Env;
-use crate::error::{Error, Result};
+use crate::error::{Error, PrepareError, Result};
 use crate::manifest::Manifest;
 use crate::prepare::patch::SeriesSource;
 
@@ -193,10 +193,11 @@ impl Prepare {
             None => env.flag("QOLA_OFFLINE")? || env.flag("CARGO_NET_OFFLINE")?,
         };
         if skip && force {
-            return Err(Error::ConflictingOptions {
+            return Err(PrepareError::ConflictingOptions {
                 first: "QOLA_SKIP_PREPARE=1 (--skip)".to_string(),
                 second: "QOLA_FORCE_PREPARE=1 (--force)".to_string(),
-            });
+            }
+            .into());
         }
         Ok(Settings {
             manifest_path: manifest_path.map(absolute),

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{IndexEntry, IndexTime, Oid, build::CheckoutBuilder};
 
-use crate::error::{Error, Result, git_error, io_error};
+use crate::error::{PrepareError, Result, git_error, io_error};
 use crate::prepare::checkout::{Pinned, PinnedRepo, Pristine};
 use crate::prepare::patch::{FileContent, MODE_EXEC, MODE_SYMLINK};
 use crate::prepare::state::{Entry, PathState, workdir_entry};
@@ -169,10 +169,13 @@ fn plan(
     let mut plan = Plan::default();
     let removed = |p: &str| targets.get(p).is_some_and(|t| t.content.is_none());
     for (path, target) in targets {
-        let refuse = |why: String| Error::UnsafePatchPath {
-            patch: patch_for(path),
-            path: path.clone(),
-            why,
+        let refuse = |why: String| {
+            PrepareError::UnsafePatchPath {
+                patch: patch_for(path),
+                path: path.clone(),
+                why,
+            }
+            .into()
         };
         if let Some(long) = path.split('/').find(|c| c.len() > NAME_MAX) {
             return Err(refuse(format!(
@@ -419,7 +422,7 @@ fn update_index(
                 .add_path(rel_path)
                 .map_err(git_error(&format!("stage {path}"), at))?,
             Some(entry) => {
-                let entry = index_entry(rel, entry).ok_or_else(|| Error::Git {
+                let entry = index_entry(rel, entry).ok_or_else(|| PrepareError::Git {
                     what: format!("restore the index entry of {path}"),
                     path: at.clone(),
                     source: git2::Error::from_str("bad blob id"),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::binary::apply_delta;
 use super::hunks::apply_hunks;
 use super::{BinaryData, Body, FileContent, FilePatch, MODE_EXEC, MODE_FILE, MODE_SYMLINK, Patch};
-use crate::error::{Error, Result};
+use crate::error::{PrepareError, Result};
 use crate::prepare::checkout::Pristine;
 use crate::prepare::state::blob_id;
 
@@ -57,7 +57,7 @@ pub(crate) fn load_series(source: &SeriesSource) -> Result<Series> {
 
 /// Reads every `*.patch` in `dir`, sorted by file name.
 fn load_dir(dir: &Path) -> Result<Series> {
-    let read_err = |source| Error::PatchesDir {
+    let read_err = |source| PrepareError::PatchesDir {
         dir: dir.to_path_buf(),
         source,
     };
@@ -123,7 +123,7 @@ pub(crate) fn apply_series(
     let mut offsets = Vec::new();
     for file in &series.patches {
         let patch =
-            super::parse_patch(&file.name, &file.bytes).map_err(|e| Error::PatchSyntax {
+            super::parse_patch(&file.name, &file.bytes).map_err(|e| PrepareError::PatchSyntax {
                 patch: file.path.clone(),
                 line: e.line,
                 message: e.message,
@@ -151,13 +151,14 @@ pub(crate) fn apply_series(
                 })),
                 Err(failure) => {
                     let upstream = reverse_applies(&patch, base).then(|| pinned.into());
-                    return Err(Error::PatchFailed {
+                    return Err(PrepareError::PatchFailed {
                         patch: patch.name.clone(),
                         file: section.display_path().to_string(),
                         hunk: failure.hunk,
                         detail: failure.detail,
                         upstream,
-                    });
+                    }
+                    .into());
                 }
             }
         }
@@ -242,10 +243,13 @@ fn is_dirty_submodule_marker(section: &FilePatch) -> bool {
 /// Refuses paths that would leave the tree or write through a link: absolute, `..`, `.`, empty
 /// components, `.git`, a symlink or submodule pointer on the way, or the submodule pointer itself.
 fn check_path(patch: &str, path: &str, tree: &Overlay) -> Result<()> {
-    let refuse = |why: &str| Error::UnsafePatchPath {
-        patch: patch.to_string(),
-        path: path.to_string(),
-        why: why.to_string(),
+    let refuse = |why: &str| {
+        PrepareError::UnsafePatchPath {
+            patch: patch.to_string(),
+            path: path.to_string(),
+            why: why.to_string(),
+        }
+        .into()
     };
     if path.starts_with('/') {
         return Err(refuse("is absolute"));
@@ -433,6 +437,7 @@ fn reverse_applies(patch: &Patch, base: &dyn PristineTree) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     struct Tree(BTreeMap<String, Pristine>);
 
@@ -493,7 +498,7 @@ mod tests {
         let mut t = tree();
         t.0.insert("a.txt".into(), file("1\ntwo\n3\n"));
         let e = apply_series(&series(&[("0001-x.patch", EDIT_A)]), &t, "abc123").unwrap_err();
-        let Error::PatchFailed { upstream, hunk, .. } = &e else {
+        let Error::Prepare(PrepareError::PatchFailed { upstream, hunk, .. }) = &e else {
             panic!("{e}")
         };
         assert_eq!(upstream.as_deref(), Some("abc123"));
@@ -513,7 +518,10 @@ mod tests {
         ] {
             let p = format!("--- a/{bad}\n+++ b/{bad}\n@@ -1 +1 @@\n-x\n+y\n");
             let e = apply_series(&series(&[("p", &p)]), &tree(), "c").unwrap_err();
-            assert!(matches!(e, Error::UnsafePatchPath { .. }), "{bad}: {e}");
+            assert!(
+                matches!(e, Error::Prepare(PrepareError::UnsafePatchPath { .. })),
+                "{bad}: {e}"
+            );
         }
     }
 
@@ -537,7 +545,7 @@ mod tests {
         let p = "diff --git a/evil b/evil\nnew file mode 120000\n--- /dev/null\n+++ b/evil\n@@ -0,0 +1 @@\n+../../victim\n\\ No newline at end of file\ndiff --git a/evil/x b/evil/x\nnew file mode 100644\n--- /dev/null\n+++ b/evil/x\n@@ -0,0 +1 @@\n+owned\n";
         let e = apply_series(&series(&[("p", p)]), &tree(), "c").unwrap_err();
         assert!(
-            matches!(&e, Error::UnsafePatchPath { path, .. } if path == "evil/x"),
+            matches!(&e, Error::Prepare(PrepareError::UnsafePatchPath { path, .. }) if path == "evil/x"),
             "{e}"
         );
         // Split over two patches: the same.

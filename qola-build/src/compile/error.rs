@@ -1,0 +1,101 @@
+//! The errors of compiling: the HIP compiler, the architectures, a compile, the link.
+
+use std::path::PathBuf;
+
+use crate::error::ErrorKind;
+
+/// What can stop a HIP build.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileError {
+    /// No HIP compiler was found.
+    #[error("no HIP compiler found (looked at: {}): set HIPCC to hipcc or to a clang++/amdclang++ with HIP support, or ROCM_PATH/HIP_PATH to a ROCm install; on Debian: `apt-get install hipcc libamdhip64-dev rocm-device-libs`, elsewhere install ROCm (https://rocm.docs.amd.com)", looked.join(", "))]
+    NoHipCompiler {
+        /// Every place looked at, in order.
+        looked: Vec<String>,
+    },
+
+    /// The HIP compiler found cannot be used.
+    #[error("HIP compiler {}: {why}; point HIPCC at a working hipcc or clang++", path.display())]
+    HipCompilerUnusable {
+        /// The compiler.
+        path: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+
+    /// No GPU architecture was given and none could be detected.
+    #[error(
+        "no GPU architecture given and no GPU found on this machine (rocm_agent_enumerator and rocminfo report none): set GPU_ARCHS=gfx942 (or your target), QOLA_GPU_ARCHS, or [build] architectures in the manifest"
+    )]
+    NoGpuArch,
+
+    /// The compiler rejects the build's flags (the architecture alone compiles).
+    #[error("{} ({version}) rejects the compile flags: {stderr}\nflags: {flags}\ncheck CXXFLAGS (and its variants) and the flags the build adds; the architecture itself is supported", compiler.display())]
+    RejectedFlags {
+        /// The flags of the compile command (without the architecture).
+        flags: String,
+        /// The compiler.
+        compiler: PathBuf,
+        /// Its version.
+        version: String,
+        /// What it said.
+        stderr: String,
+    },
+
+    /// The compiler cannot compile for a requested architecture.
+    #[error("GPU architecture {arch} is not supported by {} ({version}): {stderr}\nchoose another architecture (GPU_ARCHS / QOLA_GPU_ARCHS) or a newer ROCm (HIPCC)", compiler.display())]
+    UnsupportedArch {
+        /// The architecture.
+        arch: String,
+        /// The compiler.
+        compiler: PathBuf,
+        /// Its version.
+        version: String,
+        /// What the compiler said.
+        stderr: String,
+    },
+
+    /// `OUT_DIR` is not set and no output directory was given.
+    #[error("OUT_DIR is not set: call this from a build script, or give HipBuild::out_dir")]
+    NoOutDir,
+
+    /// A translation unit failed to compile.
+    #[error("compiling {} failed ({}):\n  {command}\n{stderr}\nrerun it with: sh {}", source_file.display(), status.map_or("killed by a signal".to_string(), |c| format!("exit status {c}")), repro.display())]
+    Compile {
+        /// The source file.
+        source_file: PathBuf,
+        /// The exact command.
+        command: String,
+        /// The exit code (`None`: killed by a signal).
+        status: Option<i32>,
+        /// The compiler's standard error.
+        stderr: String,
+        /// A script that runs the command again.
+        repro: PathBuf,
+    },
+
+    /// Linking the library failed.
+    #[error("linking failed: `{command}`: {stderr}")]
+    Link {
+        /// The command.
+        command: String,
+        /// What it said.
+        stderr: String,
+    },
+}
+
+impl CompileError {
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CompileError::NoHipCompiler { .. }
+            | CompileError::HipCompilerUnusable { .. }
+            | CompileError::NoGpuArch
+            | CompileError::RejectedFlags { .. }
+            | CompileError::UnsupportedArch { .. } => ErrorKind::Toolchain,
+            CompileError::NoOutDir => ErrorKind::Input,
+            CompileError::Compile { .. } | CompileError::Link { .. } => ErrorKind::Compile,
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The errors of preparation: fetching, the checkout, the patch series, a refusal, the check
+//! after writing.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::error::ErrorKind;
+use crate::prepare::report::Preparation;
+
+/// How many edited paths a refusal lists before it counts the rest.
+const REFUSED_LIST_LIMIT: usize = 20;
+
+/// What can stop a preparation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrepareError {
+    /// Two options that exclude each other were both given.
+    #[error("{first} and {second} were both requested; they exclude each other: drop one")]
+    ConflictingOptions {
+        /// The first option (for example `QOLA_SKIP_PREPARE=1`).
+        first: String,
+        /// The second option.
+        second: String,
+    },
+
+    /// No AITER commit was given anywhere.
+    #[error(
+        "no AITER commit given: set `[qola] aiter_commit` in the manifest ({manifest}), QOLA_AITER_COMMIT, or --commit / Prepare::commit"
+    )]
+    NoCommit {
+        /// Where the manifest was looked for, or `none`.
+        manifest: String,
+    },
+
+    /// The `git` command is needed (clone or fetch) and was not found.
+    #[error(
+        "the `git` command is needed to {what} but was not found (QOLA_GIT unset and no `git` on PATH): install git (`apt-get install git`) or set QOLA_GIT to its path"
+    )]
+    GitNotFound {
+        /// What needed git.
+        what: String,
+    },
+
+    /// A `git` command (network access only) failed.
+    #[error("`{command}` failed ({}) while trying to {what}:\n{stderr}\n{hint}", status.map_or("killed by a signal".to_string(), |c| format!("exit status {c}")))]
+    GitCommand {
+        /// The command line, as it can be pasted into a shell.
+        command: String,
+        /// The exit code (`None`: killed by a signal).
+        status: Option<i32>,
+        /// What the command was for.
+        what: String,
+        /// The command's standard error.
+        stderr: String,
+        /// How to go on.
+        hint: String,
+    },
+
+    /// A libgit2 operation failed.
+    #[error("git: cannot {what} in {}: {source}", path.display())]
+    Git {
+        /// What was attempted.
+        what: String,
+        /// The repository or file concerned.
+        path: PathBuf,
+        /// libgit2's error.
+        source: git2::Error,
+    },
+
+    /// Network access is needed while offline was requested.
+    #[error("offline (QOLA_OFFLINE=1 or CARGO_NET_OFFLINE=true), but {what} needs the network: run once online, or fetch it by hand into {}", root.display())]
+    Offline {
+        /// What needed the network.
+        what: String,
+        /// The checkout.
+        root: PathBuf,
+    },
+
+    /// `qola status` and `qola diff` only: answering needs objects that are not fetched yet
+    /// (neither ever fetches).
+    #[error(
+        "{what} needs a fetch, which `qola status` and `qola diff` never do: run `qola prepare` first"
+    )]
+    FetchNeeded {
+        /// What needs the network.
+        what: String,
+    },
+
+    /// The requested commit, tag or branch does not exist, even after fetching.
+    #[error("cannot find AITER commit `{spec}` in {url} (checkout {}){detail}: check aiter_commit (a full or short SHA, a tag or a branch) and aiter_url", root.display())]
+    CommitNotFound {
+        /// What was asked for.
+        spec: String,
+        /// The upstream.
+        url: String,
+        /// The checkout.
+        root: PathBuf,
+        /// Extra detail, starting with `; ` when present.
+        detail: String,
+    },
+
+    /// The checkout path exists but is not a repository qola can use.
+    #[error("{} exists but is not a git checkout ({why}): remove it, or point QOLA_AITER_ROOT at another directory", root.display())]
+    NotACheckout {
+        /// The path.
+        root: PathBuf,
+        /// Why it cannot be used.
+        why: String,
+    },
+
+    /// A submodule of the pinned commit cannot be set up.
+    #[error("submodule {path} of {}: {why}", root.display())]
+    Submodule {
+        /// The submodule's path in the superproject.
+        path: String,
+        /// The checkout.
+        root: PathBuf,
+        /// What is wrong and how to fix it.
+        why: String,
+    },
+
+    /// The patch directory cannot be read.
+    #[error("cannot read the patch series in {}: {source}; check patches_dir (manifest), QOLA_PATCHES_DIR or --patches", dir.display())]
+    PatchesDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+
+    /// A patch file is not a patch qola can read.
+    #[error("patch {}:{line}: {message}; regenerate it with `git diff --binary` or `qola diff`", patch.display())]
+    PatchSyntax {
+        /// The patch file.
+        patch: PathBuf,
+        /// 1-based line of the problem.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A patch names a path that would leave the tree; nothing was written.
+    #[error(
+        "patch {patch}: path `{path}` {why}; refused before any write, the tree is untouched: fix the patch"
+    )]
+    UnsafePatchPath {
+        /// The patch's file name.
+        patch: String,
+        /// The path as the patch writes it.
+        path: String,
+        /// Why it is refused.
+        why: String,
+    },
+
+    /// A patch does not apply to the pinned tree; nothing was written.
+    #[error("{}", patch_failed_message(patch, file, hunk, detail, upstream.as_deref()))]
+    PatchFailed {
+        /// The patch's file name.
+        patch: String,
+        /// The file (superproject-relative path).
+        file: String,
+        /// The failing hunk's header (`@@ -a,b +c,d @@`), or what failed for a whole-file change.
+        hunk: String,
+        /// What did not match.
+        detail: String,
+        /// Set when the patch reverse-applies at the pinned commit (it is already upstream): the commit.
+        upstream: Option<Box<str>>,
+    },
+
+    /// Local edits are present and neither skipping nor forcing was requested; nothing changed.
+    #[error("{}", refused_message(.0))]
+    Refused(Box<Preparation>),
+
+    /// `QOLA_SKIP_PREPARE=1` was set but there is no checkout to use.
+    #[error("QOLA_SKIP_PREPARE=1 but there is no AITER checkout at {}: unset QOLA_SKIP_PREPARE to clone and prepare it, or point QOLA_AITER_ROOT at your checkout", root.display())]
+    SkipWithoutCheckout {
+        /// The checkout path.
+        root: PathBuf,
+    },
+
+    /// `qola diff` needs a prepared state to compare with.
+    #[error("no prepared state in {} to diff against: run `qola prepare` first", root.display())]
+    NotPrepared {
+        /// The checkout.
+        root: PathBuf,
+    },
+
+    /// After writing, the tree does not match the state the patches describe.
+    #[error("after preparing {}, the tree still differs from the prepared state at: {paths}; a git filter or attribute (.gitattributes eol/filter) may rewrite these files; the stamp was not written, the next build retries", root.display())]
+    Verify {
+        /// The checkout.
+        root: PathBuf,
+        /// The differing paths.
+        paths: String,
+    },
+}
+
+impl PrepareError {
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PrepareError::ConflictingOptions { .. } | PrepareError::NoCommit { .. } => {
+                ErrorKind::Input
+            }
+            PrepareError::GitNotFound { .. }
+            | PrepareError::GitCommand { .. }
+            | PrepareError::Offline { .. }
+            | PrepareError::FetchNeeded { .. }
+            | PrepareError::CommitNotFound { .. } => ErrorKind::Fetch,
+            PrepareError::Git { .. } => ErrorKind::Io,
+            PrepareError::NotACheckout { .. }
+            | PrepareError::Submodule { .. }
+            | PrepareError::SkipWithoutCheckout { .. }
+            | PrepareError::NotPrepared { .. } => ErrorKind::Checkout,
+            PrepareError::PatchesDir { .. }
+            | PrepareError::PatchSyntax { .. }
+            | PrepareError::UnsafePatchPath { .. }
+            | PrepareError::PatchFailed { .. } => ErrorKind::Patch,
+            PrepareError::Refused(_) => ErrorKind::Refused,
+            PrepareError::Verify { .. } => ErrorKind::Verify,
+        }
+    }
+}
+
+fn patch_failed_message(
+    patch: &str,
+    file: &str,
+    hunk: &str,
+    detail: &str,
+    upstream: Option<&str>,
+) -> String {
+    let mut m = format!(
+        "patch {patch} does not apply: file {file}, hunk {hunk}: {detail}; nothing was written, the tree is as it was"
+    );
+    match upstream {
+        Some(commit) => {
+            let _ = write!(
+                m,
+                "\nhint: this patch reverse-applies at the pinned commit {commit}: it is already applied upstream; drop {patch} from the series"
+            );
+        }
+        None => {
+            let _ = write!(
+                m,
+                "\nhint: rebase the patch on the pinned commit (edit the tree with QOLA_SKIP_PREPARE=1, then `qola diff`)"
+            );
+        }
+    }
+    m
+}
+
+fn refused_message(p: &Preparation) -> String {
+    let mut m = format!(
+        "refusing to prepare {}: {} path(s) have local edits (content differing from both the prepared state and the pinned commit); nothing was changed:\n",
+        p.root.display(),
+        p.edited_paths.len()
+    );
+    for path in p.edited_paths.iter().take(REFUSED_LIST_LIMIT) {
+        let _ = writeln!(m, "  {path}");
+    }
+    if p.edited_paths.len() > REFUSED_LIST_LIMIT {
+        let _ = writeln!(
+            m,
+            "  ... and {} more",
+            p.edited_paths.len() - REFUSED_LIST_LIMIT
+        );
+    }
+    m.push_str(
+        "three ways on:\n  QOLA_SKIP_PREPARE=1     build with the edits as they are\n  qola diff -o my.patch   keep them as a patch (add it to the series)\n  QOLA_FORCE_PREPARE=1    discard them (a backup patch is saved first)",
+    );
+    m
+}

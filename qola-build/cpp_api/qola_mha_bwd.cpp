@@ -37,4 +37,15 @@ float mha_bwd(aiter::mha_bwd_args args,
                             is_v3_api_check);
 }
 
+size_t mha_bwd_workspace_size(const fmha_bwd_traits& traits, const aiter::mha_bwd_args& args)
+{
+    const size_t rows = traits.is_group_mode ? (size_t)args.seqlen_q
+                                             : (size_t)args.batch * (size_t)args.seqlen_q;
+    const size_t kn0     = traits.hdim_q <= 128 ? 128 : 64;
+    const size_t nsplits = traits.is_deterministic
+                               ? ((size_t)args.max_seqlen_k + kn0 - 1) / kn0
+                               : 1;
+    return sizeof(float) * nsplits * rows * (size_t)args.nhead_q * (size_t)traits.hdim_q;
+}
+
 QOLA_NS_END

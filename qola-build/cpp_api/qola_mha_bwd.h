@@ -30,4 +30,13 @@ __attribute__((visibility("default"))) float mha_bwd(aiter::mha_bwd_args args,
                                                      const void* seqlen_k_padded = nullptr,
                                                      bool is_v3_api_check        = false);
 
+// The bytes of the dq accumulator (float) a QOLA_NS(mha_bwd) call with these traits and
+// arguments needs at args.dq_acc_ptr, sized as AITER sizes it at this commit: one split, or for
+// a deterministic backward ceil(max_seqlen_k / kN0) splits (kN0 = 128 for hdim_q <= 128, else
+// 64), each of (batch x seqlen_q, or total_q in group mode) x nhead_q x hdim_q values. At this
+// commit CK's backward has no launcher that owns its workspace: the caller allocates it, and
+// zeroes it for a deterministic backward or any mask (blocks a mask skips are not written).
+__attribute__((visibility("default"))) size_t
+mha_bwd_workspace_size(const fmha_bwd_traits& traits, const aiter::mha_bwd_args& args);
+
 QOLA_NS_END

@@ -324,19 +324,12 @@ fn cmake_configures_with_qola_and_reconfigures_when_a_patch_changes() {
     let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cmake");
     let build = s.tmp.path().join("build");
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(&cmake)
-            .args(args)
-            .env("QOLA_AITER_ROOT", &s.root)
-            .env("QOLA_CACHE_DIR", s.cache())
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "cmake {args:?}: {text}");
-        text
+        qola_tests::run_ok(
+            std::process::Command::new(&cmake)
+                .args(args)
+                .env("QOLA_AITER_ROOT", &s.root)
+                .env("QOLA_CACHE_DIR", s.cache()),
+        )
     };
     let configure = [
         "-S",

@@ -364,18 +364,7 @@ fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api(
         "{}",
         String::from_utf8_lossy(&link.stderr)
     );
-    let sid_root = hipcc.parent().unwrap().join("sid-root");
-    let run = Command::new("bwrap")
-        .arg("--bind")
-        .arg(&sid_root)
-        .arg("/")
-        .args(["--bind", "/tmp", "/tmp", "--dev", "/dev", "--proc", "/proc"])
-        .arg("--bind")
-        .arg(tmp.path())
-        .arg(tmp.path())
-        .arg(&program)
-        .output()
-        .unwrap();
+    let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path()]);
     assert_eq!(
         String::from_utf8_lossy(&run.stdout),
         "1\n",

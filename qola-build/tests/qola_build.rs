@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{assert_nothing_written, mtimes, tick};
-use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
+use qola_tests::{NARROW_BWD_FILTER, NARROW_FWD_FILTER, fixtures_dir};
 
 const QOLA: &str = env!("CARGO_BIN_EXE_qola");
 
@@ -50,9 +50,15 @@ fn qola_build(hipcc: &Path, manifest: &Path, out: &Path) -> Output {
         .env("HIPCC", hipcc)
         .env("QOLA_CACHE_DIR", fixtures.join("cache"))
         .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
+        .env("QOLA_CK_FILTER_LIBMHA_BWD", NARROW_BWD_FILTER)
         .output()
         .unwrap()
 }
+
+/// A `[[modules]]` entry for the backward (with NARROW_BWD_FILTER: not link-complete, which a
+/// shared library may be; enough to check what it exports).
+const BACKWARD: &str =
+    "\n[[modules]]\nname = \"libmha_bwd\"\ngroup = \"mha\"\nmode = \"cpp_itfs\"\nreceipt = 700\n";
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -86,19 +92,24 @@ fn exported(library: &Path) -> Vec<String> {
         .collect()
 }
 
-fn fresh(dir: &Path) -> PathBuf {
-    let _ = std::fs::remove_dir_all(dir);
-    dir.to_path_buf()
+/// What a test on the real tree with the sid toolchain starts from: the tree, the toolchain, a
+/// temporary directory, and its output directory `qola-build-out/<name>` in the fixtures,
+/// emptied. `None` (the test skips) without the wheel or the toolchain, outside CI.
+fn start(name: &str) -> Option<(qola_tests::RealAiter, PathBuf, tempfile::TempDir, PathBuf)> {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return None;
+    };
+    let out = fixtures_dir().join("qola-build-out").join(name);
+    let _ = std::fs::remove_dir_all(&out);
+    Some((real, hipcc, tempfile::tempdir().unwrap(), out))
 }
 
 #[test]
 fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
-    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+    let Some((real, hipcc, tmp, out)) = start("layout") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let out = fresh(&fixtures_dir().join("qola-build-out/layout"));
-    let te = manifest(tmp.path(), &real, "te", "");
+    let te = manifest(tmp.path(), &real, "te", BACKWARD);
     let first = qola_build(&hipcc, &te, &out);
     assert!(first.status.success(), "{}", stderr(&first));
     let library = out.join("lib/te_libmha_fwd.so");
@@ -120,18 +131,23 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(record["gpu_archs"], "gfx942");
-    assert_eq!(record["summary"]["success"], 1);
+    assert_eq!(record["summary"]["success"], 2);
     assert_eq!(record["modules"][0]["md_name"], "te_libmha_fwd");
     assert_eq!(record["modules"][0]["so_path"], library.to_str().unwrap());
     assert!(record["generated_at"].as_str().unwrap().ends_with('Z'));
 
     // Only qola::te:: is exported: AITER's default-visibility API is hidden.
     let symbols = exported(&library);
-    assert!(!symbols.is_empty());
-    assert!(
-        symbols.iter().all(|s| s.starts_with("_ZN4qola2te")),
-        "{symbols:?}"
-    );
+    assert_eq!(symbols.len(), 1, "{symbols:?}");
+    assert!(symbols[0].starts_with("_ZN4qola2te7mha_fwd"), "{symbols:?}");
+    let backward = exported(&out.join("lib/te_libmha_bwd.so"));
+    assert_eq!(backward.len(), 2, "{backward:?}");
+    for api in ["_ZN4qola2te7mha_bwd", "_ZN4qola2te22mha_bwd_workspace_size"] {
+        assert!(
+            backward.iter().any(|s| s.starts_with(api)),
+            "{api}: {backward:?}"
+        );
+    }
 
     // Nothing changed: nothing compiles, no file under the output directory or the checkout
     // is written (same mtimes, so make and ninja relink nothing).
@@ -142,7 +158,7 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     assert!(second.status.success(), "{}", stderr(&second));
     assert_eq!(compiled(&second), Vec::<String>::new());
     assert!(
-        stderr(&second).contains("0 of 8 units compiled"),
+        stderr(&second).contains("2/2 modules built, 0 failed; 0 of 18 units compiled"),
         "{}",
         stderr(&second)
     );
@@ -152,11 +168,9 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
 
 #[test]
 fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_one_process() {
-    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+    let Some((real, hipcc, tmp, out)) = start("namespaces") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let out = fresh(&fixtures_dir().join("qola-build-out/namespaces"));
     let one = qola_build(&hipcc, &manifest(tmp.path(), &real, "te", ""), &out);
     assert!(one.status.success(), "{}", stderr(&one));
     let two = qola_build(&hipcc, &manifest(tmp.path(), &real, "other", ""), &out);
@@ -206,7 +220,7 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
         "{}",
         String::from_utf8_lossy(&cc.stderr)
     );
-    let run = in_sid_root(&hipcc, &program, tmp.path());
+    let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
     assert_eq!(
         String::from_utf8_lossy(&run.stdout).trim(),
         "1 1 1",
@@ -215,33 +229,11 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
     );
 }
 
-/// Runs `program` in the sid toolchain's root, with `dir` and the fixtures visible.
-fn in_sid_root(hipcc: &Path, program: &Path, dir: &Path) -> Output {
-    let sid_root = hipcc.parent().unwrap().join("sid-root");
-    let fixtures = fixtures_dir();
-    Command::new("bwrap")
-        .arg("--bind")
-        .arg(&sid_root)
-        .arg("/")
-        .args(["--bind", "/tmp", "/tmp", "--dev", "/dev", "--proc", "/proc"])
-        .arg("--bind")
-        .arg(dir)
-        .arg(dir)
-        .arg("--bind")
-        .arg(&fixtures)
-        .arg(&fixtures)
-        .arg(program)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn a_module_that_cannot_build_is_recorded_and_the_others_are_built() {
-    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+    let Some((real, hipcc, tmp, out)) = start("failure") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let out = fresh(&fixtures_dir().join("qola-build-out/failure"));
     let te = manifest(
         tmp.path(),
         &real,
@@ -312,15 +304,13 @@ fn a_manifest_with_many_mistakes_gets_every_one_in_one_run() {
 /// nothing.
 #[test]
 fn a_te_shaped_cmake_project_configures_builds_links_and_runs_and_a_second_round_does_nothing() {
-    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+    let Some((real, hipcc, tmp, build)) = start("cmake-te") else {
         return;
     };
     let Some(cmake) = qola_tests::tool("cmake", "cmake") else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
     let te = manifest(tmp.path(), &real, "te", "");
-    let build = fresh(&fixtures_dir().join("qola-build-out/cmake-te"));
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cmake-te");
     let cmake_run = |args: &[&std::ffi::OsStr]| {
         let mut command = Command::new(&cmake);
@@ -329,20 +319,13 @@ fn a_te_shaped_cmake_project_configures_builds_links_and_runs_and_a_second_round
                 command.env_remove(name);
             }
         }
-        let out = command
-            .args(args)
-            .env("HIPCC", &hipcc)
-            .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
-            .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "cmake {args:?}: {text}");
-        text
+        qola_tests::run_ok(
+            command
+                .args(args)
+                .env("HIPCC", &hipcc)
+                .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+                .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER),
+        )
     };
     // The first configure sets the cache; a later one (as CMake reruns it) only re-runs.
     let reconfigure = || {
@@ -377,7 +360,7 @@ fn a_te_shaped_cmake_project_configures_builds_links_and_runs_and_a_second_round
     build_it();
     let program = build.join("call_mha_fwd");
     assert!(program.is_file());
-    let run = in_sid_root(&hipcc, &program, &build);
+    let run = qola_tests::in_sid_root(&hipcc, &program, &[&build, &fixtures_dir()]);
     let said = String::from_utf8_lossy(&run.stdout);
     assert!(
         run.status.success(),

@@ -165,6 +165,42 @@ pub fn sid_hipcc() -> Option<PathBuf> {
     found
 }
 
+/// Runs `program` in the sid toolchain's root (next to `hipcc`, where its HIP runtime is), with
+/// `/tmp` and each of `binds` visible at the same paths.
+pub fn in_sid_root(hipcc: &Path, program: &Path, binds: &[&Path]) -> std::process::Output {
+    let sid_root = hipcc
+        .parent()
+        .expect("the wrapper's directory")
+        .join("sid-root");
+    let mut command = Command::new("bwrap");
+    command
+        .arg("--bind")
+        .arg(&sid_root)
+        .arg("/")
+        .args(["--bind", "/tmp", "/tmp", "--dev", "/dev", "--proc", "/proc"]);
+    for dir in binds {
+        command.arg("--bind").arg(dir).arg(dir);
+    }
+    command
+        .arg(program)
+        .output()
+        .unwrap_or_else(|e| panic!("bwrap {}: {e}", program.display()))
+}
+
+/// Runs `command`, panics with its output unless it succeeds; returns stdout and stderr.
+pub fn run_ok(command: &mut Command) -> String {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{command:?}: {text}");
+    text
+}
+
 /// The workspace's `target/qola-fixtures` directory (or `$CARGO_TARGET_DIR/qola-fixtures`).
 pub fn fixtures_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")

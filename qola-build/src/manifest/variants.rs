@@ -149,16 +149,21 @@ fn token(on: bool, yes: &str, no: &str) -> String {
     if on { yes.to_string() } else { no.to_string() }
 }
 
-/// The forward instance pattern of one combination, over CK's names at qola's pin
-/// (`fmha_fwd_d128_bf16_batch_<tile>_<pipeline><pad>_<logits>_<bias>_<mask>_<lse>_<dropout>_<skip>_...`).
-fn fwd_pattern(dtype: &str, o: &BTreeMap<&str, bool>) -> String {
-    let bias = if o["has_bias"] {
+/// CK's bias token: elementwise bias wins over ALiBi (the kernels take one bias kind).
+fn bias_token(o: &BTreeMap<&str, bool>) -> &'static str {
+    if o["has_bias"] {
         "bias"
     } else if o["has_alibi"] {
         "alibi"
     } else {
         "nbias"
-    };
+    }
+}
+
+/// The forward instance pattern of one combination, over CK's names at qola's pin
+/// (`fmha_fwd_d128_bf16_batch_<tile>_<pipeline><pad>_<logits>_<bias>_<mask>_<lse>_<dropout>_<skip>_...`).
+fn fwd_pattern(dtype: &str, o: &BTreeMap<&str, bool>) -> String {
+    let bias = bias_token(o);
     format!(
         "fmha_fwd_*_{dtype}_*logits_{bias}_{}_{}_{}_{}_*",
         token(o["has_mask"], "mask", "nmask"),
@@ -171,13 +176,7 @@ fn fwd_pattern(dtype: &str, o: &BTreeMap<&str, bool>) -> String {
 /// The backward's three patterns of one combination (`fmha_bwd_dot_do_o_d128_bf16_...`,
 /// `fmha_bwd_convert_dq_..._<deterministic>`, `fmha_bwd_d128_bf16_..._<bias>_<dbias>_<mask>_<dropout>_<deterministic>`).
 fn bwd_patterns(dtype: &str, o: &BTreeMap<&str, bool>) -> [String; 3] {
-    let bias = if o["has_bias"] {
-        "bias"
-    } else if o["has_alibi"] {
-        "alibi"
-    } else {
-        "nbias"
-    };
+    let bias = bias_token(o);
     let deterministic = token(o["deterministic"], "deterministic", "ndeterministic");
     [
         format!("*_{dtype}_*"),

@@ -285,26 +285,6 @@ impl OutputBuild {
         Ok(selected)
     }
 
-    fn spec<'a>(
-        &'a self,
-        ctx: &'a Context,
-        module: &'a Module,
-        gen_dir: &'a Path,
-        ck_filter: Option<&'a str>,
-    ) -> AiterModuleSpec<'a> {
-        AiterModuleSpec {
-            root: &ctx.root,
-            module,
-            archs: &ctx.archs,
-            gen_dir,
-            cache: &ctx.cache,
-            ck_filter,
-            variants: &ctx.variants,
-            compiler: None,
-            cargo_metadata: false,
-        }
-    }
-
     /// The module's CK filter: `QOLA_CK_FILTER_<MODULE>` (CK's forward and backward filters
     /// differ in form), else `--filter`, else `QOLA_CK_FILTER`.
     fn ck_filter_of(&self, env: &Env, module: &Module) -> Result<Option<String>> {
@@ -320,11 +300,41 @@ impl OutputBuild {
         }
     }
 
-    fn api(&self, ctx: &Context) -> Api {
-        Api::Cpp {
+    /// A selected module assembled as a library ([`library`]): QoLA's C++ API, the output
+    /// directory's layout, qola's cache. A `pybind` module is an error (it needs PyTorch).
+    fn assemble(&self, env: &Env, ctx: &Context, s: &Selected) -> Result<super::AiterLibrary> {
+        let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
+        if mode == Some(BuildMode::Pybind) {
+            return Err(AiterError::InvalidOption {
+                option: format!("module {} mode = \"pybind\"", s.module.name),
+                problem: "a pybind module is a Python extension linked against PyTorch, which qola does not build; use mode = \"cpp_itfs\"".to_string(),
+            }
+            .into());
+        }
+        let work = self.output_dir.join("_qola");
+        let filter = self.ck_filter_of(env, s.module)?;
+        let spec = AiterModuleSpec {
+            root: &ctx.root,
+            module: s.module,
+            archs: &ctx.archs,
+            gen_dir: &work.join("gen"),
+            cache: &ctx.cache,
+            ck_filter: filter.as_deref(),
+            variants: &ctx.variants,
+            compiler: None,
+            cargo_metadata: false,
+        };
+        let api = Api::Cpp {
             namespace: ctx.namespace.clone(),
             include: self.output_dir.join("include"),
-        }
+        };
+        let mut lib = library(&spec, &api)?;
+        lib.build
+            .cache_dir(&ctx.cache)
+            .out_dir(work.join("build").join(&s.md_name))
+            .cargo_metadata(false)
+            .shared(&s.so_path);
+        Ok(lib)
     }
 
     /// Builds (see the module docs). `Err` only for what stops every module (manifest, checkout,
@@ -398,18 +408,7 @@ impl OutputBuild {
             write_if_changed(&s.so_path, &bytes)?;
             return Ok((0, 0));
         }
-        let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
-        if mode == Some(BuildMode::Pybind) {
-            return Err(AiterError::InvalidOption {
-                option: format!("module {} mode = \"pybind\"", s.module.name),
-                problem: "a pybind module is a Python extension linked against PyTorch, which qola does not build; use mode = \"cpp_itfs\"".to_string(),
-            }.into());
-        }
-        let work = self.output_dir.join("_qola");
-        let gen_dir = work.join("gen");
-        let filter = self.ck_filter_of(env, s.module)?;
-        let spec = self.spec(ctx, s.module, &gen_dir, filter.as_deref());
-        let mut lib = library(&spec, &self.api(ctx))?;
+        let mut lib = self.assemble(env, ctx, s)?;
         if !lib.wrapped {
             eprintln!(
                 "qola build: {}: qola has no C++ API wrapper for {}; the library exports AITER's own default-visibility symbols",
@@ -418,11 +417,7 @@ impl OutputBuild {
         }
         let report = lib
             .build
-            .cache_dir(&ctx.cache)
-            .out_dir(work.join("build").join(&s.md_name))
-            .cargo_metadata(false)
             .progress_on_terminal(self.verbose)
-            .shared(&s.so_path)
             .try_compile(&s.md_name)?;
         Ok((report.compiled(), report.units.len()))
     }
@@ -433,20 +428,11 @@ impl OutputBuild {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let ctx = self.context(&env, &directives)?;
-        let work = self.output_dir.join("_qola");
+        check_rocm_versions(&ctx.manifest, &HipToolchain::find(&env)?)?;
         let mut plans = Vec::new();
         for s in self.select(&env, &ctx)? {
-            let gen_dir = work.join("gen");
-            let filter = self.ck_filter_of(&env, s.module)?;
-            let spec = self.spec(&ctx, s.module, &gen_dir, filter.as_deref());
-            let mut lib = library(&spec, &self.api(&ctx))?;
-            let compile = lib
-                .build
-                .cache_dir(&ctx.cache)
-                .out_dir(work.join("build").join(&s.md_name))
-                .cargo_metadata(false)
-                .shared(&s.so_path)
-                .try_plan(&s.md_name)?;
+            let lib = self.assemble(&env, &ctx, &s)?;
+            let compile = lib.build.try_plan(&s.md_name)?;
             plans.push(ModulePlan {
                 md_name: s.md_name.clone(),
                 generators: lib

@@ -355,3 +355,52 @@ fn cmake_configures_with_qola_and_reconfigures_when_a_patch_changes() {
     assert!(again.contains("qola prepare: up-to-date"), "{again}");
     assert_nothing_written(&before, &s.root);
 }
+
+#[test]
+fn checkout_takes_qolas_flags_and_is_prepare() {
+    let s = setup();
+    let manifest = s.tmp.path().join("te.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"{}\"\nnamespace = \"te\"\n",
+            s.demo.commit,
+            s.demo.aiter.display(),
+            s.demo.patches.display()
+        ),
+    )
+    .unwrap();
+    let checkout = |extra: &[&str]| {
+        qola(&s, &["checkout", "--json", "-m"])
+            .arg(&manifest)
+            .arg("-a")
+            .arg(&s.root)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let first = checkout(&[]);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(json(&first)["action"], "clone");
+    assert_prepared(&s);
+    // Never a blind reset: a local edit is refused (exit 2), as with prepare.
+    s.write(PATCHED_SUPER, "my edit\n");
+    let edited = checkout(&[]);
+    assert_eq!(edited.status.code(), Some(2));
+    assert_eq!(s.read(PATCHED_SUPER), "my edit\n");
+    // --aiter-commit overrides the manifest's commit.
+    let newer = s.demo.commit_aiter("NEWS.md", "news\n", "news");
+    let moved = checkout(&["--aiter-commit", &newer, "--force"]);
+    assert_eq!(
+        moved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&moved.stderr)
+    );
+    assert_eq!(json(&moved)["commit"], newer.as_str());
+}

@@ -483,3 +483,28 @@ fn architectures_come_from_arch_then_the_manifest_then_gpu_archs() {
         "GPU_ARCHS without the manifest's"
     );
 }
+
+#[test]
+fn a_manifest_for_another_rocm_is_one_error_naming_both_versions() {
+    let Some((real, hipcc, tmp, out)) = start("rocm-versions") else {
+        return;
+    };
+    let text = std::fs::read_to_string(manifest(tmp.path(), &real, "te", "")).unwrap();
+    let other = tmp.path().join("rocm5.toml");
+    std::fs::write(
+        &other,
+        text.replace(
+            "namespace = \"te\"",
+            "namespace = \"te\"\nrocm_versions = [\"5\", \"7.1\"]",
+        ),
+    )
+    .unwrap();
+    let run = qola_build(&hipcc, &other, &out);
+    assert_eq!(run.status.code(), Some(1));
+    let text = stderr(&run);
+    assert!(
+        text.contains("ROCm 5 or 7.1") && text.contains("HIP 6.4"),
+        "{text}"
+    );
+    assert!(!out.join("lib").exists(), "nothing is built: {text}");
+}

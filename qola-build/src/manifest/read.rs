@@ -215,6 +215,7 @@ pub(super) fn read(text: &str) -> Result<Manifest, Vec<Problem>> {
             "modules",
             "mha_fwd_variants",
             "mha_bwd_variants",
+            "mha_variants",
         ],
     );
     if let Some(v) = root.get("qola")
@@ -248,13 +249,15 @@ pub(super) fn read(text: &str) -> Result<Manifest, Vec<Problem>> {
             }
         }
     }
+    // `[[mha_variants]]` is QoLA's older name of the forward's declarations.
     for (key, direction) in [
         ("mha_fwd_variants", Direction::Forward),
+        ("mha_variants", Direction::Forward),
         ("mha_bwd_variants", Direction::Backward),
     ] {
         if let Some(v) = root.get(key) {
             for (at, t) in r.tables(v, key) {
-                if let Some(variant) = variants::read(&mut r, direction, at, t) {
+                if let Some(variant) = variants::read(&mut r, direction, key, at, t) {
                     match direction {
                         Direction::Forward => manifest.mha_fwd_variants.push(variant),
                         Direction::Backward => manifest.mha_bwd_variants.push(variant),

@@ -98,3 +98,39 @@ fn a_syntax_error_names_its_line() {
     let p = problems("[qola]\naiter_commit = \n");
     assert_eq!((p[0].line, p[0].key.as_str()), (2, "syntax"));
 }
+
+#[test]
+fn qolas_older_mha_variants_are_forward_variants() {
+    let m = parse("[[mha_variants]]\ndtype = \"fp16\"\nhas_dropout = false\n").unwrap();
+    assert_eq!(m.mha_fwd_variants.len(), 1);
+    assert_eq!(m.mha_fwd_variants[0].dtypes, vec!["fp16"]);
+    let p = problems("[[mha_variants]]\ndeterministic = true\n");
+    assert_eq!(p[0].key, "[[mha_variants]] deterministic");
+}
+
+/// The shape of QoLA's example manifest for TransformerEngine: every key it uses loads with
+/// QoLA's meaning.
+#[test]
+fn a_manifest_shaped_like_qolas_te_example_loads() {
+    let m = parse(
+        "[qola]\naiter_commit = \"d32b0cb62\"\nnamespace = \"te\"\nrocm_versions = [\"7\"]\n\n[build]\narchitectures = [\"gfx950\"]\n\n[[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_srcs = [\"mha_fwd_split.cu\", \"mha_fwd_batch_prefill.cu\"]\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n\n[[modules]]\nname = \"libmha_bwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\n\n[[mha_fwd_variants]]\ndtype = [\"bf16\", \"fp16\"]\nhas_lse = true\nhas_skip = false\nhas_sink = false\n\n[[mha_bwd_variants]]\ndtype = [\"bf16\", \"fp16\"]\n",
+    )
+    .unwrap();
+    assert_eq!(m.namespace(), Some("te"));
+    assert_eq!(m.qola.rocm_versions, vec!["7"]);
+    assert_eq!(m.qola.patches_dir, None, "qola's own series");
+    assert_eq!(m.build.architectures, vec!["gfx950"]);
+    assert_eq!(m.build.mode, None);
+    let fwd = &m.modules[0];
+    assert_eq!(fwd.mode, Some(BuildMode::CppItfs));
+    assert_eq!(
+        fwd.drop_srcs,
+        ["mha_fwd_split.cu", "mha_fwd_batch_prefill.cu"]
+    );
+    assert_eq!(fwd.hsa_subdirs, None, "qola's defaults for the module");
+    assert_eq!(fwd.md_name(), "libmha_fwd");
+    assert_eq!(m.modules[1].receipt, Some(700));
+    let filters = m.variant_filters().unwrap();
+    assert!(filters.fwd.unwrap().contains("_lse_"));
+    assert_eq!(filters.bwd.unwrap().split('@').count(), 3);
+}

@@ -57,19 +57,18 @@ pub struct Variant {
     pub line: usize,
 }
 
+/// Reads one declaration of the array of tables `key` (`mha_fwd_variants`, ...).
 pub(super) fn read(
     r: &mut Reader,
     direction: Direction,
+    key: &str,
     at: usize,
     t: &DeTable,
 ) -> Option<Variant> {
-    let section = match direction {
-        Direction::Forward => "[[mha_fwd_variants]]",
-        Direction::Backward => "[[mha_bwd_variants]]",
-    };
+    let section = format!("[[{key}]]");
     let flags = options(direction);
     let known: Vec<&str> = [&["dtype", "receipt"][..], flags].concat();
-    r.only(section, t, &known);
+    r.only(&section, t, &known);
     let key = |k: &str| format!("{section} {k}");
     let mut variant = Variant {
         dtypes: DTYPES.iter().map(|s| s.to_string()).collect(),

@@ -30,8 +30,9 @@ fn manifest(dir: &Path, real: &qola_tests::RealAiter, namespace: &str, extra: &s
     path
 }
 
-/// `qola build -m manifest -a <fixture checkout> -o out`, with the sid toolchain.
-fn qola_build(hipcc: &Path, manifest: &Path, out: &Path) -> Output {
+/// `qola <verb> -m manifest -a <fixture checkout> -o out`, with the sid toolchain, qola's
+/// cache in the fixtures, the narrow CK filters and none of the caller's QOLA_* variables.
+fn qola(verb: &str, hipcc: &Path, manifest: &Path, out: &Path) -> Command {
     let fixtures = fixtures_dir();
     let mut command = Command::new(QOLA);
     for (name, _) in std::env::vars_os() {
@@ -40,7 +41,7 @@ fn qola_build(hipcc: &Path, manifest: &Path, out: &Path) -> Output {
         }
     }
     command
-        .arg("build")
+        .arg(verb)
         .arg("-m")
         .arg(manifest)
         .arg("-a")
@@ -50,9 +51,13 @@ fn qola_build(hipcc: &Path, manifest: &Path, out: &Path) -> Output {
         .env("HIPCC", hipcc)
         .env("QOLA_CACHE_DIR", fixtures.join("cache"))
         .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
-        .env("QOLA_CK_FILTER_LIBMHA_BWD", NARROW_BWD_FILTER)
-        .output()
-        .unwrap()
+        .env("QOLA_CK_FILTER_LIBMHA_BWD", NARROW_BWD_FILTER);
+    command
+}
+
+/// `qola build` (see [`qola`]), run.
+fn qola_build(hipcc: &Path, manifest: &Path, out: &Path) -> Output {
+    qola("build", hipcc, manifest, out).output().unwrap()
 }
 
 /// A `[[modules]]` entry for the backward (with NARROW_BWD_FILTER: not link-complete, which a
@@ -394,17 +399,10 @@ fn groups_select_modules_and_a_prebuilt_group_is_taken_as_it_is() {
     let out = tmp.path().join("out");
     let te = manifest(tmp.path(), &real, "te", "");
     // A group no module has is an error naming it; nothing is built.
-    let mut unknown = Command::new(QOLA);
-    unknown
-        .args(["build", "--group", "attention", "-m"])
-        .arg(&te)
-        .arg("-a")
-        .arg(fixtures_dir().join("aiter-narrow"))
-        .arg("-o")
-        .arg(&out)
-        .env("HIPCC", &hipcc)
-        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"));
-    let run = unknown.output().unwrap();
+    let run = qola("build", &hipcc, &te, &out)
+        .args(["--group", "attention"])
+        .output()
+        .unwrap();
     assert_eq!(run.status.code(), Some(1));
     assert!(stderr(&run).contains("group attention"), "{}", stderr(&run));
     assert!(!out.join("lib").exists());
@@ -413,15 +411,7 @@ fn groups_select_modules_and_a_prebuilt_group_is_taken_as_it_is() {
     let prebuilt = tmp.path().join("prebuilt");
     std::fs::create_dir_all(&prebuilt).unwrap();
     std::fs::write(prebuilt.join("te_libmha_fwd.so"), b"a prebuilt library").unwrap();
-    let run = Command::new(QOLA)
-        .args(["build", "-m"])
-        .arg(&te)
-        .arg("-a")
-        .arg(fixtures_dir().join("aiter-narrow"))
-        .arg("-o")
-        .arg(&out)
-        .env("HIPCC", &hipcc)
-        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+    let run = qola("build", &hipcc, &te, &out)
         .env("QOLA_BUILD_GROUPS", "mha")
         .env("QOLA_PREBUILT_DIR_MHA", &prebuilt)
         .output()
@@ -446,18 +436,9 @@ fn architectures_come_from_arch_then_the_manifest_then_gpu_archs() {
     let without = tmp.path().join("no-archs.toml");
     std::fs::write(&without, text.replace("architectures = [\"gfx942\"]\n", "")).unwrap();
     let plan = |manifest: &Path, arch: Option<&str>| -> Vec<String> {
-        let mut command = Command::new(QOLA);
-        command
-            .args(["plan", "--json", "-m"])
-            .arg(manifest)
-            .arg("-a")
-            .arg(fixtures_dir().join("aiter-narrow"))
-            .arg("-o")
-            .arg(tmp.path().join("out"))
-            .env("HIPCC", &hipcc)
-            .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
-            .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
-            .env("GPU_ARCHS", "gfx950");
+        let out_dir = tmp.path().join("out");
+        let mut command = qola("plan", &hipcc, manifest, &out_dir);
+        command.arg("--json").env("GPU_ARCHS", "gfx950");
         if let Some(arch) = arch {
             command.args(["--arch", arch]);
         }

@@ -703,3 +703,59 @@ fn a_patch_switched_on_off_and_on_through_preparation_compiles_nothing_the_third
     s.prepare();
     assert_eq!(compile(), 0, "patch on again: the second object again");
 }
+
+/// `qola build`'s terminal progress (HipBuild::progress_on_terminal outside a build script):
+/// where the log is before the first compile, then one line per unit as it ends, with its time,
+/// done/total and the time left; `-v` adds each command. Standard output stays untouched (it
+/// belongs to `--json`).
+#[test]
+fn progress_on_a_terminal_shows_each_unit_as_it_ends() {
+    if common::is_child() {
+        let s = setup_with(Compiler::StandIn).unwrap();
+        let verbose = std::env::var_os("QOLA_TEST_VERBOSE").is_some();
+        s.build()
+            .jobs(1)
+            .progress_on_terminal(verbose)
+            .try_compile("demo")
+            .unwrap_or_else(|e| panic!("{e}"));
+        return;
+    }
+    let run = |verbose: bool| {
+        let mut child = common::child("progress_on_a_terminal_shows_each_unit_as_it_ends");
+        if verbose {
+            child.env("QOLA_TEST_VERBOSE", "1");
+        }
+        let out = child.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        (String::from_utf8_lossy(&out.stderr).into_owned(), stdout)
+    };
+    let (stderr, stdout) = run(false);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("qola: ")).collect();
+    assert!(
+        lines[0].starts_with("qola: compiling 3 of 3 HIP units, 1 at once; progress in ")
+            && lines[0].ends_with("qola-compile.log"),
+        "{stderr}"
+    );
+    for (i, line) in lines[1..4].iter().enumerate() {
+        assert!(line.starts_with("qola: compiled "), "{stderr}");
+        assert!(
+            line.contains(&format!("({}/3 done, ", i + 1)) && line.contains(" left)"),
+            "{line}"
+        );
+    }
+    assert!(
+        lines[4].starts_with("qola: qola compiled 3 of 3 HIP units"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("qola: running "),
+        "commands only with -v: {stderr}"
+    );
+    assert!(
+        !stdout.contains("qola:"),
+        "nothing on standard output: {stdout}"
+    );
+    let (verbose, _) = run(true);
+    assert_eq!(verbose.matches("qola: running ").count(), 3, "{verbose}");
+}

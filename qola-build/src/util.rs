@@ -5,16 +5,20 @@ use std::path::Path;
 
 use crate::error::{Result, io_error};
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename. The
+/// temporary name is this call's own (process id and a counter), so threads and processes
+/// writing the same path at once each rename a whole file into place.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
     let tmp = dir.join(format!(
-        ".{}.tmp-{}",
+        ".{}.tmp-{}-{}",
         path.file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default(),
-        std::process::id()
+        std::process::id(),
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let mut file = std::fs::File::create(&tmp).map_err(io_error("create", &tmp))?;
     file.write_all(bytes)
@@ -105,6 +109,26 @@ pub(crate) fn short_id(id: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_writing_one_path_at_once_each_succeed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("dir/answer");
+        std::thread::scope(|scope| {
+            for i in 0..8u8 {
+                let path = &path;
+                scope.spawn(move || {
+                    for _ in 0..50 {
+                        write_atomic(path, &[i; 64]).unwrap();
+                    }
+                });
+            }
+        });
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.len() == 64 && bytes.iter().all(|b| *b == bytes[0]));
+        let left: Vec<_> = std::fs::read_dir(tmp.path().join("dir")).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file is left");
+    }
 
     #[test]
     fn time_stamps_are_utc_calendar_dates() {

@@ -69,13 +69,21 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The sources this build compiled (from its progress lines).
+/// The file names of the sources this build compiled, from its progress lines
+/// (`qola: compiled <secs>s <memory> <path, spaces and all> (<done>/<total> done, ...)`).
 fn compiled(out: &Output) -> Vec<String> {
     stderr(out)
         .lines()
         .filter_map(|l| l.strip_prefix("qola: compiled "))
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+        .filter_map(|l| {
+            // Past the time and the memory fields, up to the progress in parentheses.
+            let skip = |t: &str| t.find(char::is_whitespace);
+            let l = l.trim_start();
+            let rest = l[skip(l)?..].trim_start();
+            let rest = rest[skip(rest)?..].trim_start();
+            let path = &rest[..rest.rfind(" (")?];
+            Some(path.rsplit('/').next().unwrap_or(path).to_string())
+        })
         .collect()
 }
 
@@ -171,9 +179,10 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     assert_nothing_written(&tree, &fixtures_dir().join("aiter-narrow/csrc"));
 }
 
+/// (Its output directory has a space in its name: every path stays one argument.)
 #[test]
 fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_one_process() {
-    let Some((real, hipcc, tmp, out)) = start("namespaces") else {
+    let Some((real, hipcc, tmp, out)) = start("two namespaces") else {
         return;
     };
     let one = qola_build(&hipcc, &manifest(tmp.path(), &real, "te", ""), &out);

@@ -46,7 +46,8 @@ pub enum AiterError {
 
     /// A code generator failed.
     #[error(
-        "code generation failed: `{command}`:\n{stderr}\n(AITER's generators need python3 with the `packaging` module: `pip install packaging`)"
+        "code generation failed: `{command}`:\n{stderr}{}",
+        codegen_hint(stderr)
     )]
     Codegen {
         /// The command.
@@ -77,5 +78,14 @@ impl AiterError {
             }
             AiterError::AiterConfig { .. } | AiterError::Codegen { .. } => ErrorKind::Aiter,
         }
+    }
+}
+
+/// The way on for what a generator's error output shows.
+fn codegen_hint(stderr: &str) -> &'static str {
+    if stderr.contains("No module named") || stderr.contains("python3 not found") {
+        "\n(AITER's generators need python3 with the `packaging` module: `pip install packaging`, or QOLA_PYTHON naming such a Python)"
+    } else {
+        ""
     }
 }

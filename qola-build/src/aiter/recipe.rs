@@ -399,7 +399,11 @@ fn replace_option(cmd: &str, option: &str, value: &str) -> String {
 /// The recipe's generator scripts resolved: each command's script path and its arguments with
 /// `{}` replaced by `out_dir`.
 pub(crate) fn generator_argv(cmd: &str, out_dir: &Path) -> Vec<String> {
-    shell_words(&cmd.replace("{}", &out_dir.to_string_lossy()))
+    // Split first: a directory with a space in its name stays one argument.
+    shell_words(cmd)
+        .into_iter()
+        .map(|word| word.replace("{}", &out_dir.to_string_lossy()))
+        .collect()
 }
 
 /// The `-d` direction of CK's fmha generator command (`None` for any other generator).
@@ -474,6 +478,26 @@ fn shell_words(cmd: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_directory_with_spaces_stays_one_argument() {
+        let argv = generator_argv(
+            "/a/generate.py -d fwd --output_dir {} --filter \"x y\"",
+            Path::new("/build dir/gen"),
+        );
+        assert_eq!(
+            argv,
+            [
+                "/a/generate.py",
+                "-d",
+                "fwd",
+                "--output_dir",
+                "/build dir/gen",
+                "--filter",
+                "x y"
+            ]
+        );
+    }
 
     #[test]
     fn a_ck_filter_replaces_a_generators_own_and_is_appended_to_cks_generate_py() {

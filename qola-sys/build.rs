@@ -55,6 +55,16 @@ fn build() -> Result<(), BoxError> {
     }
 }
 
+/// The C API's functions, all exported by the built-in kernels' library.
+const API: [&str; 6] = [
+    "qola_mha_fwd",
+    "qola_mha_fwd_check",
+    "qola_mha_bwd",
+    "qola_mha_bwd_check",
+    "qola_mha_bwd_workspace_size",
+    "qola_mha_status_string",
+];
+
 fn builtin(kernels: &Path) -> Result<(), BoxError> {
     // A new or removed kernel file reruns the script; the files it reads are watched one by one.
     println!("cargo:rerun-if-changed={}", kernels.display());
@@ -63,15 +73,16 @@ fn builtin(kernels: &Path) -> Result<(), BoxError> {
         .collect::<Result<_, _>>()?;
     sources.retain(|p| p.extension().is_some_and(|x| x == "hip"));
     sources.sort();
-    let report = qola_build::HipBuild::new()
+    let mut build = qola_build::HipBuild::new();
+    build
         .files(&sources)
         .include(kernels.join("include"))
         .flag("-std=c++17")
-        .flag("-fvisibility=hidden")
-        .export("qola_mha_fwd")
-        .export("qola_mha_bwd")
-        .export("qola_mha_bwd_workspace_size")
-        .try_compile("qola_mha")?;
+        .flag("-fvisibility=hidden");
+    for symbol in API {
+        build.export(symbol);
+    }
+    let report = build.try_compile("qola_mha")?;
     println!(
         "cargo:rustc-env=QOLA_MHA_LIBRARIES={}",
         report.library.display()

@@ -1,4 +1,4 @@
 // Forward attention, fp32.
 #include "qola_mha_impl.hpp"
 
-QOLA_ROW_KERNEL(qola_detail_fwd_fp32, qola_mha_fwd_args, seqlen_q, qola::fwd_row<qola::Fp32>)
+QOLA_ROW_KERNEL(qola_detail_fwd_fp32, qola_mha_fwd_args, qola::q_rows, qola::fwd_row<qola::Fp32>)

@@ -1,21 +1,34 @@
-//! The kernels' math, compiled for the CPU, against the float64 reference: every element type,
-//! masked and not, two head dims, K and V in another layout than Q (strides). This runs on any
-//! machine; `gpu.rs` runs the same problems on a GPU when one is present.
+//! The built-in kernels' math, compiled for the CPU, against the float64 reference: every
+//! feature of `qola_mha.h` alone, then random combinations, each forward (o, lse, dropout's
+//! random bytes) and backward (dq, dk, dv, dbias). Mutation checks: breaking one feature in the
+//! kernels' source makes these comparisons fail. This runs on any machine; `gpu.rs` runs the
+//! same cases on a GPU when one is present.
 
 mod common;
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{Problem, Results, check};
+use common::{Blob, Case, Laid, check, struct_bytes};
 
-fn emulator(dir: &std::path::Path) -> std::path::PathBuf {
-    let root = env!("CARGO_MANIFEST_DIR");
+const INCLUDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/include");
+
+/// Compiles the emulator; headers in `first` (if any) shadow the kernels' own.
+fn emulator(dir: &Path, first: Option<&Path>) -> PathBuf {
     let exe = dir.join("emulate");
-    let status = Command::new("c++")
-        .args(["-std=c++17", "-O2", "-DQOLA_CPU_EMULATION", "-I"])
-        .arg(format!("{root}/kernels/include"))
-        .arg(format!("{root}/tests/emulator/emulate.cpp"))
+    let mut cmd = Command::new("c++");
+    cmd.args(["-std=c++17", "-O2", "-DQOLA_CPU_EMULATION"]);
+    if let Some(first) = first {
+        cmd.arg("-I").arg(first);
+    }
+    let status = cmd
+        .arg("-I")
+        .arg(INCLUDE)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/emulator/emulate.cpp"
+        ))
         .arg("-o")
         .arg(&exe)
         .status()
@@ -24,35 +37,14 @@ fn emulator(dir: &std::path::Path) -> std::path::PathBuf {
     exe
 }
 
-fn floats(bytes: &[u8], at: &mut usize, n: usize) -> Vec<f32> {
-    let out = bytes[*at..*at + 4 * n]
-        .chunks(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    *at += 4 * n;
-    out
-}
-
-fn run(exe: &std::path::Path, p: &Problem) -> Results {
-    let s = &p.shape;
-    let mut input = Vec::new();
-    for v in [
-        p.dtype,
-        s.batch as i32,
-        s.nhead as i32,
-        s.seqlen_q as i32,
-        s.seqlen_k as i32,
-        s.head_dim as i32,
-        s.causal as i32,
-    ] {
-        input.extend_from_slice(&v.to_le_bytes());
+fn run(exe: &Path, backward: bool, laid: &Laid) -> (i32, Blob) {
+    let mut input = vec![backward as u8];
+    if backward {
+        input.extend(struct_bytes(&laid.bwd));
+    } else {
+        input.extend(struct_bytes(&laid.fwd));
     }
-    input.extend_from_slice(&(s.scale as f32).to_le_bytes());
-    for data in [&p.q, &p.k, &p.v, &p.dout] {
-        for v in data.iter() {
-            input.extend_from_slice(&v.to_le_bytes());
-        }
-    }
+    input.extend_from_slice(&laid.blob.0);
     let mut child = Command::new(exe)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -60,27 +52,150 @@ fn run(exe: &std::path::Path, p: &Problem) -> Results {
         .unwrap();
     child.stdin.take().unwrap().write_all(&input).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let b = out.stdout;
-    let at = &mut 0;
-    Results {
-        q: floats(&b, at, s.q_len()),
-        k: floats(&b, at, s.k_len()),
-        v: floats(&b, at, s.k_len()),
-        dout: floats(&b, at, s.q_len()),
-        o: floats(&b, at, s.q_len()),
-        lse: floats(&b, at, s.lse_len()),
-        dq: floats(&b, at, s.q_len()),
-        dk: floats(&b, at, s.k_len()),
-        dv: floats(&b, at, s.k_len()),
-    }
+    assert!(
+        out.status.success(),
+        "the emulator crashed: {:?}",
+        out.status
+    );
+    let status = i32::from_le_bytes(out.stdout[..4].try_into().unwrap());
+    (status, Blob(out.stdout[4..].to_vec()))
 }
 
 #[test]
-fn kernel_math_matches_the_float64_reference() {
+fn every_feature_alone_matches_the_float64_reference() {
     let tmp = tempfile::tempdir().unwrap();
-    let exe = emulator(tmp.path());
-    for problem in Problem::all() {
-        check(&problem, &run(&exe, &problem));
+    let exe = emulator(tmp.path(), None);
+    let mut failures = Vec::new();
+    for case in Case::features() {
+        if let Err(e) = check(&case, &mut |bwd, laid| run(&exe, bwd, laid)) {
+            failures.push(e);
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn random_combinations_match_the_float64_reference() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = emulator(tmp.path(), None);
+    let mut failures = Vec::new();
+    for seed in 1..=60 {
+        let case = Case::random(seed);
+        if let Err(e) = check(&case, &mut |bwd, laid| run(&exe, bwd, laid)) {
+            failures.push(format!("{e}\n  {case:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// One deliberate bug per feature, made in a copy of the kernels' row functions: each must make
+/// at least one feature case fail, or that feature is not really tested.
+#[test]
+fn breaking_any_feature_in_the_kernels_fails_the_comparison() {
+    let impl_path = Path::new(INCLUDE).join("qola_mha_impl.hpp");
+    let source = std::fs::read_to_string(&impl_path).unwrap();
+    let mutations: [(&str, &str, &str); 16] = [
+        (
+            "left window",
+            "j < i + off - p.window_left",
+            "j < i + off - p.window_left - 1",
+        ),
+        (
+            "right window",
+            "j > i + off + p.window_right",
+            "j > i + off + p.window_right + 1",
+        ),
+        (
+            "bottom-right anchor",
+            "QOLA_MHA_MASK_BOTTOM_RIGHT ? q.lk - q.lq : 0",
+            "QOLA_MHA_MASK_BOTTOM_RIGHT ? 0 : 0",
+        ),
+        (
+            "GQA head",
+            "hk = h / (p.nhead_q / p.nhead_k);",
+            "hk = h % p.nhead_k;",
+        ),
+        (
+            "ALiBi distance",
+            "return -slope * (float)(d < 0 ? -d : d);",
+            "return -slope * (float)d;",
+        ),
+        (
+            "ALiBi causal",
+            "if (causal) return slope * (float)j;",
+            "if (causal) return -slope * (float)j;",
+        ),
+        (
+            "dropout lane",
+            "const int lane = 32 * ((ii / 8) % 2) + jj;",
+            "const int lane = jj;",
+        ),
+        (
+            "dropout rescale",
+            "out.rescale = (float)(1.0 / (double)undrop);",
+            "out.rescale = 1.0f;",
+        ),
+        (
+            "dropout seed on device",
+            "out.seed = d.seed_offset_on_device ? *d.seed_ptr : d.seed;",
+            "out.seed = d.seed;",
+        ),
+        (
+            "dropout in the backward",
+            "const float ds = prob * (keep * dp - delta);",
+            "const float ds = prob * (dp - delta);",
+        ),
+        ("group start rows", "(start + row) * s.seq", "row * s.seq"),
+        (
+            "padded batch lengths",
+            "lq = s.cu_seqlen_q ? s.cu_seqlen_q[b + 1] - s.cu_seqlen_q[b] : p.seqlen_q;",
+            "lq = p.seqlen_q;",
+        ),
+        (
+            "group seqlen pointers",
+            "lq = s.seqlen_q ? s.seqlen_q[b] :",
+            "lq = s.seqlen_q ? s.seqlen_q[b] + 1 :",
+        ),
+        (
+            "soft cap gradient",
+            "*dcap = 1.0f - t * t;",
+            "*dcap = 1.0f;",
+        ),
+        (
+            "bias column",
+            "matrix_offset(p, a.bias_strides, b, q.q0, i, h) + j",
+            "matrix_offset(p, a.bias_strides, b, q.q0, i, h)",
+        ),
+        (
+            "dbias",
+            "E::store((T*)a.dbias, db + j, g.ds);",
+            "E::store((T*)a.dbias, db + j, g.kept);",
+        ),
+    ];
+    let cases = Case::features();
+    let mut survivors = Vec::new();
+    for (what, from, to) in mutations {
+        assert_eq!(
+            source.matches(from).count(),
+            1,
+            "mutation {what}: `{from}` is not in the source once"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("qola_mha_impl.hpp"),
+            source.replace(from, to),
+        )
+        .unwrap();
+        let exe = emulator(tmp.path(), Some(tmp.path()));
+        let caught = cases
+            .iter()
+            .any(|case| check(case, &mut |bwd, laid| run(&exe, bwd, laid)).is_err());
+        if !caught {
+            survivors.push(what);
+        }
+    }
+    assert!(
+        survivors.is_empty(),
+        "mutations no case catches: {survivors:?}"
+    );
 }

@@ -3,7 +3,7 @@
 use std::mem::{offset_of, size_of};
 use std::process::Command;
 
-use qola_sys::{qola_mha_bwd_args, qola_mha_fwd_args, qola_mha_shape, qola_tensor_strides};
+use qola_sys::*;
 
 /// `(name, rust value)` for every size and offset checked.
 fn rust_side() -> Vec<(String, usize)> {
@@ -15,10 +15,19 @@ fn rust_side() -> Vec<(String, usize)> {
         };
     }
     fields!(qola_tensor_strides: batch, seq, head);
-    fields!(qola_mha_shape: dtype, batch, nhead, seqlen_q, seqlen_k, head_dim, causal, scale);
-    fields!(qola_mha_fwd_args: shape, q, q_strides, k, k_strides, v, v_strides, o, o_strides, lse);
-    fields!(qola_mha_bwd_args: shape, q, q_strides, k, k_strides, v, v_strides, o, o_strides,
-        dout, dout_strides, lse, dq, dq_strides, dk, dk_strides, dv, dv_strides, workspace);
+    fields!(qola_matrix_strides: batch, head, row);
+    fields!(qola_mha_seqlens: seqstart_q, seqstart_k, seqlen_q, seqlen_k, cu_seqlen_q, cu_seqlen_k);
+    fields!(qola_mha_dropout: p_drop, seed_offset_on_device, seed, offset, seed_ptr, offset_ptr);
+    fields!(qola_mha_problem: dtype, mode, batch, nhead_q, nhead_k, seqlen_q, seqlen_k,
+        max_seqlen_q, max_seqlen_k, hdim_q, hdim_v, mask_type, window_left, window_right,
+        bias_type, scale, logits_soft_cap, seqlens, dropout);
+    fields!(qola_mha_fwd_args: size, problem, q, q_strides, k, k_strides, v, v_strides, bias,
+        bias_strides, alibi_slopes, alibi_slopes_batch_stride, o, o_strides, lse, lse_strides,
+        randval, randval_strides);
+    fields!(qola_mha_bwd_args: size, problem, deterministic, q, q_strides, k, k_strides, v,
+        v_strides, bias, bias_strides, alibi_slopes, alibi_slopes_batch_stride, o, o_strides,
+        dout, dout_strides, lse, lse_strides, dq, dq_strides, dk, dk_strides, dv, dv_strides,
+        dbias, dbias_strides, workspace);
     out
 }
 
@@ -63,4 +72,38 @@ fn rust_structs_match_the_c_header() {
         })
         .collect();
     assert_eq!(c_side, expected);
+}
+
+/// The status fields' constants are the header's list (`QOLA_MHA_FIELDS`), name for name.
+#[test]
+fn rust_field_constants_match_the_c_header() {
+    let header = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/kernels/include/qola_mha.h"
+    ))
+    .unwrap();
+    let in_header: Vec<(String, i32)> = header
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("X("))
+        .map(|l| {
+            let mut parts = l.splitn(3, ", ");
+            let name = parts.next().unwrap().to_string();
+            (name, parts.next().unwrap().parse().unwrap())
+        })
+        .collect();
+    let lib = include_str!("../src/lib.rs");
+    let in_rust: Vec<(String, i32)> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub const QOLA_MHA_FIELD_"))
+        .filter(|l| !l.starts_with("COUNT"))
+        .map(|l| {
+            let (name, value) = l.split_once(": i32 = ").unwrap();
+            (
+                name.to_string(),
+                value.trim_end_matches(';').parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(in_rust, in_header);
+    assert_eq!(QOLA_MHA_FIELD_COUNT as usize, in_header.len());
 }

@@ -661,6 +661,73 @@ fn a_clang_driver_given_as_the_compiler_builds_too() {
     assert!(report.toolchain.clang_version.is_some());
 }
 
+/// Two libraries whose sources share an inline function (as every AITER module shares CK's)
+/// link into one program: each keeps its own local copy (hidden, not deduplicated against the
+/// other library's, which `ld -r` + localizing used to break: "defined in discarded section").
+#[test]
+fn two_libraries_sharing_an_inline_function_link_into_one_program() {
+    let Some(s) = setup() else { return };
+    let dir = s.tmp.path();
+    qola_tests::write(
+        dir,
+        "shared.h",
+        "#include <string>\n__attribute__((noinline)) inline int qola_shared(int x) { return (int)std::to_string(x).size(); }\n",
+    );
+    qola_tests::write(
+        dir,
+        "one.hip",
+        "#include \"shared.h\"\nextern \"C\" int qola_one(int x) { return qola_shared(x); }\n",
+    );
+    qola_tests::write(
+        dir,
+        "two.hip",
+        "#include \"shared.h\"\nextern \"C\" int qola_two(int x) { return qola_shared(x * 100); }\n",
+    );
+    qola_tests::write(
+        dir,
+        "main.c",
+        "int qola_one(int);\nint qola_two(int);\nint main(void) { return qola_one(7) == 1 && qola_two(7) == 3 ? 0 : 1; }\n",
+    );
+    let library = |name: &str| {
+        let mut build = HipBuild::new();
+        build
+            .file(dir.join(format!("{name}.hip")))
+            .include(dir)
+            .arch("gfx90a")
+            .cache_dir(dir.join("cache"))
+            .out_dir(dir.join(name))
+            .export(&format!("qola_{name}"))
+            .cargo_metadata(false);
+        build
+            .try_compile(name)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .library
+    };
+    let (one, two) = (library("one"), library("two"));
+    let program = dir.join("program");
+    let link = std::process::Command::new("c++")
+        .args(["-x", "c"])
+        .arg(dir.join("main.c"))
+        .args(["-x", "none"])
+        .arg(&one)
+        .arg(&two)
+        .args(["-L/usr/lib/x86_64-linux-gnu", "-lamdhip64", "-o"])
+        .arg(&program)
+        .output()
+        .unwrap();
+    assert!(
+        link.status.success(),
+        "{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    assert!(
+        std::process::Command::new(&program)
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
 /// A patch of the series that changes a composable_kernel header the demo kernel includes.
 const WARP32_PATCH: &str = "--- a/3rdparty/composable_kernel/include/ck_tile/core/config.hpp
 +++ b/3rdparty/composable_kernel/include/ck_tile/core/config.hpp

@@ -4,7 +4,9 @@
 //! HIP kernel symbols keep default visibility even under `-fvisibility=hidden`, and hidden
 //! symbols are still global in a static archive. So the objects are first linked into one
 //! relocatable object (`ld -r`), every defined global symbol but the exported ones is made local
-//! (`objcopy --keep-global-symbols`), and that object is archived with `cc`. The library is only
+//! (`objcopy --keep-global-symbols`), and that object is archived with `cc`. COMDAT groups are
+//! dissolved in that object (`--force-group-allocation`), so two such libraries that share inline
+//! code (every AITER module shares CK's) each keep their own private copy and link together. The library is only
 //! rewritten when its inputs changed, so an unchanged build does not make rustc relink.
 
 use std::path::{Path, PathBuf};
@@ -53,11 +55,14 @@ fn tool(names: &[&str]) -> Result<PathBuf> {
         })
 }
 
+/// The version of the static link recipe below; raise it when the recipe changes.
+const STATIC_RECIPE: &str = "static link 2: ld -r --force-group-allocation";
+
 /// The link steps of `lib<name>.a`, as commands to read (the objects are those of the units).
 pub(crate) fn commands(name: &str, exported: &[String], out_dir: &Path) -> Vec<String> {
     let combined = out_dir.join(format!("{name}.combined.o"));
     let mut out = vec![format!(
-        "ld -r -o {} <the objects of the units>",
+        "ld -r --force-group-allocation -o {} <the objects of the units>",
         shell_quote(&combined.to_string_lossy())
     )];
     if !exported.is_empty() {
@@ -179,7 +184,12 @@ pub(crate) fn link(
 ) -> Result<Linked> {
     let library = out_dir.join(format!("lib{name}.a"));
     let stamp = out_dir.join(format!("lib{name}.inputs"));
-    let inputs = format!("{}\n--\n{}\n", keys.join("\n"), exported.join("\n"));
+    // The recipe's version is an input: a library linked by an earlier recipe is relinked.
+    let inputs = format!(
+        "{STATIC_RECIPE}\n{}\n--\n{}\n",
+        keys.join("\n"),
+        exported.join("\n")
+    );
     let unchanged = library.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == inputs);
     if unchanged {
         if cargo_metadata {
@@ -192,7 +202,15 @@ pub(crate) fn link(
         });
     }
     let combined = out_dir.join(format!("{name}.combined.o"));
-    let mut args: Vec<&std::ffi::OsStr> = vec!["-r".as_ref(), "-o".as_ref(), combined.as_os_str()];
+    // Group members become plain sections: once their symbols are local, a COMDAT group would
+    // still be deduplicated by name against another library's copy at the final link, leaving
+    // this library's references pointing into a discarded section.
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "-r".as_ref(),
+        "--force-group-allocation".as_ref(),
+        "-o".as_ref(),
+        combined.as_os_str(),
+    ];
     args.extend(objects.iter().map(|o| o.as_os_str()));
     run(&tool(&["ld", "ld.lld"])?, &args)?;
     if !exported.is_empty() {

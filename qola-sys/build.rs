@@ -12,7 +12,8 @@
 //!   the manifest's that have a wrapper: `libmha_fwd`, `libmha_bwd`); `QOLA_CK_FILTER` narrows
 //!   CK's instances (CK's `--filter`), for narrow builds, and `QOLA_CK_FILTER_<MODULE>` (e.g.
 //!   `QOLA_CK_FILTER_LIBMHA_BWD`, whose filter has CK's three-part `a@b@c` form) one module's.
-//!   One static library per module, each exporting only its `qola_mha_*` functions.
+//!   One static library per module, each exporting only its `qola_mha_*` functions, and
+//!   `libqola_mha_status.a` with `qola_mha_status_string`.
 //! * `DOCS_RS` set: nothing is compiled, the docs still build.
 
 use std::path::{Path, PathBuf};
@@ -93,10 +94,17 @@ fn builtin(kernels: &Path) -> Result<(), BoxError> {
 /// The C API wrapper of each AITER module and the symbols it exports.
 fn wrapper(module: &str) -> Option<(&'static str, &'static [&'static str])> {
     match module {
-        "libmha_fwd" => Some(("qola_aiter_fwd.cpp", &["qola_mha_fwd"])),
+        "libmha_fwd" => Some((
+            "qola_aiter_fwd.cpp",
+            &["qola_mha_fwd", "qola_mha_fwd_check"],
+        )),
         "libmha_bwd" => Some((
             "qola_aiter_bwd.cpp",
-            &["qola_mha_bwd", "qola_mha_bwd_workspace_size"],
+            &[
+                "qola_mha_bwd",
+                "qola_mha_bwd_check",
+                "qola_mha_bwd_workspace_size",
+            ],
         )),
         _ => None,
     }
@@ -208,6 +216,24 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
             .try_compile(name.strip_prefix("lib").unwrap_or(name))?;
         libraries.push(report.library.display().to_string());
     }
+    // qola_mha_status_string, which every module's statuses need: a library of its own.
+    let mut status = qola_build::HipBuild::new();
+    status
+        .file(kernels.join("status.hip"))
+        .include(kernels.join("include"))
+        .flag("-std=c++17")
+        .flag("-fvisibility=hidden")
+        .export("qola_mha_status_string");
+    for arch in &archs {
+        status.arch(arch);
+    }
+    libraries.push(
+        status
+            .try_compile("qola_mha_status")?
+            .library
+            .display()
+            .to_string(),
+    );
     println!("cargo:rustc-env=QOLA_MHA_LIBRARIES={}", libraries.join(";"));
     Ok(())
 }

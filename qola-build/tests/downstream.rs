@@ -294,13 +294,54 @@ fn qola_sys_on_docs_rs_compiles_nothing() {
     assert!(!log.contains("qola compiled"), "{log}");
 }
 
-/// Calls the forward with no arguments: it must answer, without a GPU.
-const CALL_WITHOUT_ARGUMENTS: &str = r#"#include <stdio.h>
+/// Calls the AITER backend without a GPU: no arguments, then valid arguments it cannot serve
+/// (fp32; a soft cap in the backward), then valid ones it can (fp16, GQA, group mode, dropout).
+const CALL_WITHOUT_A_GPU: &str = r#"#include <stdio.h>
 #include "qola_mha.h"
+static const int32_t starts[3] = {0, 5, 12};
 int main(void) {
-    printf("%d\n", qola_mha_fwd(0, 0));
+    int status = qola_mha_fwd(0, 0);
+    printf("%d %s\n", status, qola_mha_status_string(status));
+    qola_mha_fwd_args f = QOLA_MHA_FWD_ARGS_INIT;
+    qola_mha_problem p = {QOLA_DTYPE_FP32, QOLA_MHA_MODE_GROUP, 2, 8, 2, 12, 12, 7, 7, 128, 128,
+                          QOLA_MHA_MASK_BOTTOM_RIGHT, -1, 0, QOLA_MHA_BIAS_NONE, 0.088f, 0.0f};
+    p.seqlens.seqstart_q = starts;
+    p.seqlens.seqstart_k = starts;
+    p.dropout.p_drop = 0.1f;
+    p.dropout.seed = 1;
+    f.problem = p;
+    f.q = f.k = f.v = (void*)starts;
+    f.o = (void*)starts;
+    f.q_strides.seq = f.o_strides.seq = 8 * 128;
+    f.q_strides.head = f.o_strides.head = 128;
+    f.k_strides.seq = f.v_strides.seq = 2 * 128;
+    f.k_strides.head = f.v_strides.head = 128;
+    status = qola_mha_fwd_check(&f);
+    printf("%d %s\n", status, qola_mha_status_string(status));
+    f.problem.dtype = QOLA_DTYPE_FP16;
+    printf("%d\n", qola_mha_fwd_check(&f));
+    qola_mha_bwd_args b = QOLA_MHA_BWD_ARGS_INIT;
+    b.problem = f.problem;
+    b.problem.logits_soft_cap = 30.0f;
+    b.q = b.k = b.v = b.o = b.dout = f.q;
+    b.q_strides = b.o_strides = b.dout_strides = b.dq_strides = f.q_strides;
+    b.k_strides = b.v_strides = b.dk_strides = b.dv_strides = f.k_strides;
+    b.lse = (const float*)starts;
+    b.lse_strides.head = 12;
+    b.dq = b.dk = b.dv = b.workspace = (void*)starts;
+    status = qola_mha_bwd_check(&b);
+    printf("%d %s\n", status, qola_mha_status_string(status));
+    b.problem.logits_soft_cap = 0.0f;
+    size_t bytes = 0;
+    printf("%d %d\n", qola_mha_bwd_check(&b), qola_mha_bwd_workspace_size(&b, &bytes));
+    printf("%zu\n", bytes);
     return 0;
 }
+"#;
+
+/// The forward alone: refuses no arguments by naming them.
+const FORWARD_ONLY: &str = r#"#include "qola_mha.h"
+int main(void) { return qola_mha_fwd(0, 0) == QOLA_MHA_STATUS_INVALID + QOLA_MHA_FIELD_ARGS ? 0 : 1; }
 "#;
 
 #[test]
@@ -336,18 +377,32 @@ fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api(
     let build_dir = fixtures.join("downstream-target/debug/build");
     let fwd = newest_library(&build_dir, "libmha_fwd.a");
     let bwd = newest_library(&build_dir, "libmha_bwd.a");
-    assert_eq!(exported(&fwd), ["qola_mha_fwd"], "{}", fwd.display());
+    let status = newest_library(&build_dir, "libqola_mha_status.a");
+    assert_eq!(
+        exported(&fwd),
+        ["qola_mha_fwd", "qola_mha_fwd_check"],
+        "{}",
+        fwd.display()
+    );
     assert_eq!(
         exported(&bwd),
-        ["qola_mha_bwd", "qola_mha_bwd_workspace_size"],
+        [
+            "qola_mha_bwd",
+            "qola_mha_bwd_check",
+            "qola_mha_bwd_workspace_size"
+        ],
         "{}",
         bwd.display()
     );
+    assert_eq!(exported(&status), ["qola_mha_status_string"]);
 
-    // The forward leaves nothing undefined but the HIP and C++ runtimes: a program links (with
-    // the same toolchain) and runs (in its root), and the call answers hipErrorInvalidValue.
+    // A program links the three libraries (with the same toolchain) and runs (in its root), and
+    // the calls answer with qola's statuses: what AITER cannot serve is named, what it can passes
+    // the checks. The forward and the status library leave nothing undefined but the HIP and C++
+    // runtimes; this narrow backward lacks the asm API's CK pre/post kernels
+    // (NARROW_BWD_FILTER), which only a launch would call: the link lets those stay unresolved.
     let include = workspace().join("qola-sys/kernels/include");
-    qola_tests::write(tmp.path(), "main.c", CALL_WITHOUT_ARGUMENTS);
+    qola_tests::write(tmp.path(), "main.c", CALL_WITHOUT_A_GPU);
     let program = tmp.path().join("calls");
     let link = Command::new(&hipcc)
         .arg("-I")
@@ -355,6 +410,9 @@ fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api(
         .arg(tmp.path().join("main.c"))
         .args(["-x", "none"])
         .arg(&fwd)
+        .arg(&bwd)
+        .arg(&status)
+        .arg("-Wl,--unresolved-symbols=ignore-in-object-files")
         .arg("-o")
         .arg(&program)
         .output()
@@ -365,9 +423,38 @@ fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api(
         String::from_utf8_lossy(&link.stderr)
     );
     let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path()]);
+    // Workspace: d (8 query heads x 12 rows of floats = 384 bytes, aligned to 512), the fp32 dq
+    // accumulator (8 x 12 x 128 floats = 49152 bytes) and GQA's per-query-head dk and dv
+    // (12 x 8 x 128 halves each = 24576 bytes).
     assert_eq!(
         String::from_utf8_lossy(&run.stdout),
-        "1\n",
+        "1000 args: invalid: must not be NULL\n\
+         2002 problem.dtype: not supported by this backend\n\
+         0\n\
+         2018 problem.logits_soft_cap: not supported by this backend\n\
+         0 0\n\
+         98816\n",
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    // The forward and the status library alone link with nothing left unresolved.
+    qola_tests::write(tmp.path(), "forward.c", FORWARD_ONLY);
+    let forward = tmp.path().join("forward");
+    qola_tests::run_ok(
+        Command::new(&hipcc)
+            .arg("-I")
+            .arg(&include)
+            .arg(tmp.path().join("forward.c"))
+            .args(["-x", "none"])
+            .arg(&fwd)
+            .arg(&status)
+            .arg("-o")
+            .arg(&forward),
+    );
+    let run = qola_tests::in_sid_root(&hipcc, &forward, &[tmp.path()]);
+    assert!(
+        run.status.success(),
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );

@@ -168,6 +168,13 @@ pub fn sid_hipcc() -> Option<PathBuf> {
 /// Runs `program` in the sid toolchain's root (next to `hipcc`, where its HIP runtime is), with
 /// `/tmp` and each of `binds` visible at the same paths.
 pub fn in_sid_root(hipcc: &Path, program: &Path, binds: &[&Path]) -> std::process::Output {
+    sid_root_command(hipcc, program, binds)
+        .output()
+        .unwrap_or_else(|e| panic!("bwrap {}: {e}", program.display()))
+}
+
+/// The command [`in_sid_root`] runs, for callers that add arguments.
+pub fn sid_root_command(hipcc: &Path, program: &Path, binds: &[&Path]) -> Command {
     let sid_root = hipcc
         .parent()
         .expect("the wrapper's directory")
@@ -181,10 +188,8 @@ pub fn in_sid_root(hipcc: &Path, program: &Path, binds: &[&Path]) -> std::proces
     for dir in binds {
         command.arg("--bind").arg(dir).arg(dir);
     }
+    command.arg(program);
     command
-        .arg(program)
-        .output()
-        .unwrap_or_else(|e| panic!("bwrap {}: {e}", program.display()))
 }
 
 /// Runs `command`, panics with its output unless it succeeds; returns stdout and stderr.

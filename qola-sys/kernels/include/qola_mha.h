@@ -294,8 +294,8 @@ int qola_mha_bwd(const qola_mha_bwd_args* args, struct ihipStream_t* stream);
 /* The status qola_mha_bwd would return for these arguments before launching anything. */
 int qola_mha_bwd_check(const qola_mha_bwd_args* args);
 
-/* "success", "HIP error N", or "<field>: invalid: <rule>" / "<field>: not supported by this
- * backend". A static string. */
+/* A static string: "success", "<field>: invalid: <rule>", "<field>: not supported by this
+ * backend", or, for a HIP error, a note that hipGetErrorString names it. */
 const char* qola_mha_status_string(int status);
 
 #ifdef __cplusplus

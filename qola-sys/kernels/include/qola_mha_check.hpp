@@ -15,9 +15,10 @@ namespace qola_check {
 inline int invalid(qola_mha_field f) { return QOLA_MHA_STATUS_INVALID + (int)f; }
 inline int unsupported(qola_mha_field f) { return QOLA_MHA_STATUS_UNSUPPORTED + (int)f; }
 
-// Copies a caller's struct of `size` bytes into a zeroed `out`: a caller built against an older
-// header (a smaller struct) gets zeros, meaning "off", for the fields it does not know. The
-// smallest size is the first version's (this one).
+// Copies the caller's struct into `out` once its `size` is one this library knows. Today that is
+// this header's only version; a later version appends fields, accepts this size too, and copies
+// `size` bytes into a zeroed struct, so an older caller's missing fields read as zero ("off"). A
+// size from a newer header is refused: its fields would be ignored silently.
 template <typename Args>
 int copy_sized(const Args* in, Args* out) {
     if (!in) return invalid(QOLA_MHA_FIELD_ARGS);

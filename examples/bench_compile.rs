@@ -150,7 +150,7 @@ fn main() {
             }),
         ),
     ];
-    println!("qola-sys built-in kernels (10 units), {arch}, {JOBS} jobs\n");
+    println!("qola-sys built-in kernels (11 units), {arch}, {JOBS} jobs\n");
     println!("| change | qola units | cc units | qola time | cc time | time ratio qola/cc |");
     println!("|---|---|---|---|---|---|");
     for (name, change) in scenarios {

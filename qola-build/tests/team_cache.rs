@@ -115,18 +115,18 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
     };
     let (a, a_wall) = build("A");
     assert!(
-        a.contains("qola compiled 10 of 10 HIP units")
-            && a.contains("ccache answered 0 of the 10 compiles"),
+        a.contains("qola compiled 11 of 11 HIP units")
+            && a.contains("ccache answered 0 of the 11 compiles"),
         "{a}"
     );
     let (b, b_wall) = build("B");
     assert!(
-        b.contains("qola compiled 10 of 10 HIP units")
-            && b.contains("ccache answered 10 of the 10 compiles (10 from remote storage)"),
+        b.contains("qola compiled 11 of 11 HIP units")
+            && b.contains("ccache answered 11 of the 11 compiles (11 from remote storage)"),
         "{b}"
     );
     let b_ccache = tmp.path().join("B/ccache");
-    assert_eq!(ccache_counter(&b_ccache, "remote_storage_hit"), 10);
+    assert_eq!(ccache_counter(&b_ccache, "remote_storage_hit"), 11);
     assert_eq!(ccache_counter(&b_ccache, "cache_miss"), 0);
     // Straight to stderr, past the test harness's capture: CI's log shows the ratio.
     let report = format!(

@@ -75,6 +75,13 @@ pub enum CompileError {
         repro: PathBuf,
     },
 
+    /// The compile farm (sccache-dist) could not be prepared.
+    #[error("compile farm (QOLA_COMPILER_LAUNCHER=sccache with a [dist] config): {problem}")]
+    Farm {
+        /// What went wrong and what to do.
+        problem: String,
+    },
+
     /// Linking the library failed.
     #[error("linking failed: `{command}`: {stderr}")]
     Link {
@@ -93,7 +100,8 @@ impl CompileError {
             | CompileError::HipCompilerUnusable { .. }
             | CompileError::NoGpuArch
             | CompileError::RejectedFlags { .. }
-            | CompileError::UnsupportedArch { .. } => ErrorKind::Toolchain,
+            | CompileError::UnsupportedArch { .. }
+            | CompileError::Farm { .. } => ErrorKind::Toolchain,
             CompileError::NoOutDir => ErrorKind::Input,
             CompileError::Compile { .. } | CompileError::Link { .. } => ErrorKind::Compile,
         }

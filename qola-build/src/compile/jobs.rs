@@ -108,10 +108,13 @@ fn run_one(job: &Job) -> Outcome {
 }
 
 /// Runs `jobs`, at most `limit` at a time; returns the outcomes of the jobs that ran.
-/// `started` and `ended` are called as each job starts and ends (progress).
+/// `started` and `ended` are called as each job starts and ends (progress). `local`: the
+/// commands run on this machine and share Cargo's jobserver budget (remote ones, on a compile
+/// farm, do not).
 pub(crate) fn run_all(
     jobs: Vec<Job>,
     limit: usize,
+    local: bool,
     started: &(dyn Fn(&Job) + Sync),
     ended: &(dyn Fn(&Outcome) + Sync),
 ) -> Vec<Outcome> {
@@ -131,7 +134,7 @@ pub(crate) fn run_all(
                         return;
                     };
                     // The first worker runs on the token this process already holds.
-                    let token = match (worker, jobserver()) {
+                    let token = match (worker, local.then(jobserver).flatten()) {
                         (0, _) | (_, None) => None,
                         (_, Some(client)) => client.acquire().ok(),
                     };

@@ -24,6 +24,7 @@
 pub(crate) mod archs;
 mod depfile;
 mod error;
+mod farm;
 mod jobs;
 mod launcher;
 mod link;
@@ -44,6 +45,7 @@ use crate::prepare::settings::cache_dir;
 use crate::util::shell_quote;
 use crate::util::write_atomic;
 pub use error::CompileError;
+pub use farm::FarmReport;
 pub use launcher::LauncherHits;
 use object_cache::{ObjectCache, unit_id};
 
@@ -129,6 +131,10 @@ pub struct CompileReport {
     pub jobs_reason: String,
     /// What the launcher's cache answered, when the launcher reports it (ccache).
     pub launcher_hits: Option<LauncherHits>,
+    /// What the compile farm did, when the build ran on one (see [`FarmReport`]).
+    pub farm: Option<FarmReport>,
+    /// Why the configured compile farm was not used (it did not answer): compiled locally.
+    pub farm_down: Option<String>,
 }
 
 impl CompileReport {
@@ -148,8 +154,28 @@ impl CompileReport {
             ),
             _ => String::new(),
         };
+        let farm = match (&self.farm, &self.farm_down) {
+            (Some(f), _) if compiled > 0 => {
+                let retried = if f.infrastructure_errors > 0 {
+                    format!(
+                        " ({} failed on a server and ran locally)",
+                        f.infrastructure_errors
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "; {} distributed to {} servers, {} local{retried}",
+                    f.distributed, f.servers, f.local
+                )
+            }
+            (_, Some(why)) => {
+                format!("; the compile farm does not answer ({why}): compiled locally")
+            }
+            _ => String::new(),
+        };
         format!(
-            "qola compiled {compiled} of {} HIP units for {} in {:.1}s: {} reused from qola's cache{launcher}; {} at once ({}; log: {})",
+            "qola compiled {compiled} of {} HIP units for {} in {:.1}s: {} reused from qola's cache{launcher}{farm}; {} at once ({}; log: {})",
             self.units.len(),
             self.archs.join(","),
             self.elapsed.as_secs_f64(),
@@ -365,6 +391,14 @@ impl HipBuild {
             ),
             None => None,
         };
+        let (farm, farm_command) = farm::prepare(
+            env,
+            &launcher,
+            &toolchain,
+            &args,
+            &cache,
+            &out_dir.join("qola-farm"),
+        )?;
         Ok(Resolved {
             out_dir,
             cache,
@@ -372,6 +406,8 @@ impl HipBuild {
             archs,
             args,
             launcher,
+            farm,
+            farm_command,
             limit,
             limit_source,
             env_memory,
@@ -386,6 +422,15 @@ impl HipBuild {
         objects: &ObjectCache,
         to_compile: &[&str],
     ) -> memory::Parallelism {
+        if let (Some(capacity), farm::Farm::Up { servers, cpus }) = (r.farm.capacity(), &r.farm) {
+            // Remote compiles use neither the local cores nor the local memory.
+            return memory::Parallelism {
+                jobs: capacity,
+                reason: format!(
+                    "{capacity} at once: the compile farm's capacity ({servers} build servers, {cpus} CPUs; sccache --dist-status)"
+                ),
+            };
+        }
         let measured: Vec<Option<u64>> = to_compile.iter().map(|id| objects.peak(id)).collect();
         let estimate = memory::Estimate::choose(r.env_memory, &measured, self.memory_per_job);
         memory::decide(r.limit, &r.limit_source, estimate, memory::available())
@@ -500,6 +545,10 @@ impl HipBuild {
         let counters_before = (!jobs_to_run.is_empty())
             .then(|| launcher::Counters::read(&resolved.launcher))
             .flatten();
+        let farm_before = match (&resolved.farm_command, jobs_to_run.is_empty()) {
+            (Some(f), false) => farm::DistStats::read(&f.sccache, &f.env),
+            _ => None,
+        };
         let log = out_dir.join("qola-compile.log");
         // A build that compiles nothing writes nothing, not even its log.
         let progress = if jobs_to_run.is_empty() {
@@ -515,14 +564,28 @@ impl HipBuild {
             )?)
         };
         let outcomes = match &progress {
-            Some(p) => jobs::run_all(jobs_to_run, parallelism.jobs, &|j| p.started(j), &|o| {
-                p.ended(o)
-            }),
+            Some(p) => jobs::run_all(
+                jobs_to_run,
+                parallelism.jobs,
+                resolved.farm_command.is_none(),
+                &|j| p.started(j),
+                &|o| p.ended(o),
+            ),
             None => Vec::new(),
         };
         let launcher_hits = counters_before.and_then(|before| {
             launcher::Counters::read(&resolved.launcher).map(|after| before.since(&after))
         });
+        let farm_report = match (&resolved.farm_command, farm_before) {
+            (Some(f), Some(before)) => {
+                farm::DistStats::read(&f.sccache, &f.env).map(|after| before.since(&after))
+            }
+            _ => None,
+        };
+        let farm_down = match &resolved.farm {
+            farm::Farm::Down { why } => Some(why.clone()),
+            _ => None,
+        };
         // A launcher's cache answer is not a compile: its peak says nothing about the unit's.
         let record_peaks =
             resolved.launcher.is_empty() || launcher_hits.is_some_and(|h| h.hits == 0);
@@ -643,6 +706,8 @@ impl HipBuild {
             jobs: parallelism.jobs,
             jobs_reason: parallelism.reason,
             launcher_hits,
+            farm: farm_report,
+            farm_down,
         };
         if let Some(progress) = progress {
             let summary = report.summary();
@@ -693,6 +758,9 @@ struct Resolved {
     archs: Vec<String>,
     args: Vec<String>,
     launcher: Vec<String>,
+    /// What the compile farm can do (see `farm`), and its command when it is up.
+    farm: farm::Farm,
+    farm_command: Option<farm::FarmCommand>,
     limit: usize,
     limit_source: String,
     env_memory: Option<u64>,
@@ -700,10 +768,18 @@ struct Resolved {
 }
 
 impl Resolved {
-    /// The full command compiling `source` to `object` with its depfile.
+    /// The full command compiling `source` to `object` with its depfile: through the farm
+    /// (sccache and the clang driver with hipcc's expanded flags) when it is up.
     fn compile_command(&self, source: &Path, object: &Path, depfile: &Path) -> Vec<String> {
-        let mut argv = self.launcher.clone();
-        argv.extend(self.args.iter().cloned());
+        let mut argv = match &self.farm_command {
+            Some(f) => f.launcher.iter().chain(&f.args).cloned().collect(),
+            None => self
+                .launcher
+                .iter()
+                .chain(&self.args)
+                .cloned()
+                .collect::<Vec<_>>(),
+        };
         argv.extend(["-MD".to_string(), "-MF".to_string()]);
         argv.push(depfile.to_string_lossy().into_owned());
         argv.extend(["-o".to_string(), object.to_string_lossy().into_owned()]);

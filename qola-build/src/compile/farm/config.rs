@@ -1,0 +1,92 @@
+//! sccache's config for qola's farm builds: the user's own (`SCCACHE_CONF`, else
+//! `$HOME/.config/sccache/config`, as sccache reads it), with a `path_override` toolchain for
+//! the clang driver qola launches added to `[dist] toolchains`, written to qola's cache when it
+//! changes. qola's sccache server listens on a port derived from that config, so it never
+//! reuses a server started with another config (the user's, or an older one of qola's).
+
+use std::path::{Path, PathBuf};
+
+use crate::build_script::Env;
+use crate::compile::CompileError;
+use crate::error::{Result, io_error};
+use crate::util::write_if_changed;
+
+/// The user's sccache config, when it has a `[dist]` section.
+#[derive(Debug, Clone)]
+pub(crate) struct UserConfig {
+    pub path: PathBuf,
+    pub table: toml::Table,
+}
+
+fn port(text: &str, base: u16) -> u16 {
+    let digest = blake3::hash(text.as_bytes());
+    base + u16::from_le_bytes([digest.as_bytes()[0], digest.as_bytes()[1]]) % 400
+}
+
+impl UserConfig {
+    /// Reads it (`None`: no config, or one without `[dist]`: no farm).
+    pub(crate) fn read(env: &Env) -> Result<Option<UserConfig>> {
+        let path = match env.var_os("SCCACHE_CONF") {
+            Some(path) => PathBuf::from(path),
+            None => match env.var_os("HOME") {
+                Some(home) => PathBuf::from(home).join(".config/sccache/config"),
+                None => return Ok(None),
+            },
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        let table: toml::Table = text.parse().map_err(|e| CompileError::Farm {
+            problem: format!("{}: not valid TOML: {e}", path.display()),
+        })?;
+        Ok(table
+            .contains_key("dist")
+            .then_some(UserConfig { path, table }))
+    }
+
+    /// The port of the sccache server that answers qola's status question.
+    pub(crate) fn status_port(&self) -> u16 {
+        port(&self.table.to_string(), 4300)
+    }
+}
+
+/// Writes qola's config for `clang` and `archive`; returns its path and the server port.
+pub(crate) fn write(
+    user: &UserConfig,
+    clang: &Path,
+    archive: &Path,
+    cache: &Path,
+) -> Result<(PathBuf, u16)> {
+    let mut table = user.table.clone();
+    let dist = table
+        .get_mut("dist")
+        .and_then(|d| d.as_table_mut())
+        .ok_or_else(|| CompileError::Farm {
+            problem: format!("{}: [dist] is not a table", user.path.display()),
+        })?;
+    let compiler = clang.to_string_lossy().into_owned();
+    let mut toolchains: Vec<toml::Value> = dist
+        .get("toolchains")
+        .and_then(|t| t.as_array())
+        .cloned()
+        .unwrap_or_default();
+    toolchains.retain(|t| t.get("compiler_executable").and_then(|c| c.as_str()) != Some(&compiler));
+    let mut ours = toml::Table::new();
+    ours.insert("type".into(), "path_override".into());
+    ours.insert("compiler_executable".into(), compiler.clone().into());
+    ours.insert(
+        "archive".into(),
+        archive.to_string_lossy().into_owned().into(),
+    );
+    ours.insert("archive_compiler_executable".into(), compiler.into());
+    toolchains.push(toml::Value::Table(ours));
+    dist.insert("toolchains".into(), toml::Value::Array(toolchains));
+    let text = table.to_string();
+    let path = cache.join("farm").join(format!(
+        "sccache-{}.toml",
+        &blake3::hash(text.as_bytes()).to_hex()[..16]
+    ));
+    std::fs::create_dir_all(cache.join("farm")).map_err(io_error("create", &cache.join("farm")))?;
+    write_if_changed(&path, text.as_bytes())?;
+    Ok((path, port(&text, 4700)))
+}

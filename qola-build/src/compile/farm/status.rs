@@ -1,0 +1,120 @@
+//! What sccache says about the farm (`--dist-status`) and about its own compiles
+//! (`--show-stats --stats-format=json`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// The scheduler's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SchedulerStatus {
+    pub url: String,
+    pub servers: u64,
+    pub cpus: u64,
+}
+
+/// Parses `sccache --dist-status`: `{"SchedulerStatus":[url,{"num_servers":..,"num_cpus":..}]}`
+/// when the scheduler answers; anything else is the reason it does not.
+pub(crate) fn parse_status(text: &str) -> Result<SchedulerStatus, String> {
+    let value: serde_json::Value = serde_json::from_str(text.trim())
+        .map_err(|_| format!("sccache --dist-status said: {}", text.trim()))?;
+    let Some([url, info]) = value
+        .get("SchedulerStatus")
+        .and_then(|s| s.as_array())
+        .map(|a| a.as_slice())
+        .and_then(|a| <&[serde_json::Value; 2]>::try_from(a).ok())
+    else {
+        return Err(format!("sccache --dist-status said: {}", text.trim()));
+    };
+    let number = |name: &str| info.get(name).and_then(|v| v.as_u64());
+    match (url.as_str(), number("num_servers"), number("num_cpus")) {
+        (Some(url), Some(servers), Some(cpus)) => Ok(SchedulerStatus {
+            url: url.to_string(),
+            servers,
+            cpus,
+        }),
+        _ => Err(format!("sccache --dist-status said: {}", text.trim())),
+    }
+}
+
+/// Runs `sccache --dist-status` with the user's config, through an sccache server on `port`
+/// (not the user's default one, which may run with another config).
+pub(crate) fn ask(sccache: &Path, config: &Path, port: u16) -> Result<SchedulerStatus, String> {
+    let out = Command::new(sccache)
+        .arg("--dist-status")
+        .env("SCCACHE_CONF", config)
+        .env("SCCACHE_SERVER_PORT", port.to_string())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", sccache.display()))?;
+    parse_status(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// sccache's counters of distributed and local compiles.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct DistStats {
+    pub compilations: u64,
+    pub dist_compiles: BTreeMap<String, u64>,
+    pub dist_errors: u64,
+}
+
+impl DistStats {
+    /// Parses `sccache --show-stats --stats-format=json`.
+    pub(crate) fn parse(text: &str) -> Option<DistStats> {
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        let stats = value.get("stats")?;
+        Some(DistStats {
+            compilations: stats.get("compilations")?.as_u64()?,
+            dist_compiles: stats
+                .get("dist_compiles")?
+                .as_object()?
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                .collect(),
+            dist_errors: stats.get("dist_errors")?.as_u64()?,
+        })
+    }
+
+    /// Reads them from the sccache server of `env`.
+    pub(crate) fn read(sccache: &Path, env: &[(String, String)]) -> Option<DistStats> {
+        let out = Command::new(sccache)
+            .args(["--show-stats", "--stats-format=json"])
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .ok()?;
+        DistStats::parse(&String::from_utf8_lossy(&out.stdout))
+    }
+
+    /// What happened between `self` and `later`: (distributed, servers used, local, errors).
+    pub(crate) fn since(&self, later: &DistStats) -> FarmReport {
+        let mut servers = 0;
+        let mut distributed = 0;
+        for (server, &count) in &later.dist_compiles {
+            let delta = count.saturating_sub(self.dist_compiles.get(server).copied().unwrap_or(0));
+            if delta > 0 {
+                servers += 1;
+                distributed += delta;
+            }
+        }
+        let compiled = later.compilations.saturating_sub(self.compilations);
+        FarmReport {
+            distributed,
+            servers,
+            local: compiled.saturating_sub(distributed),
+            infrastructure_errors: later.dist_errors.saturating_sub(self.dist_errors),
+        }
+    }
+}
+
+/// What the farm did for a build.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FarmReport {
+    /// Compiles run on a build server.
+    pub distributed: u64,
+    /// Build servers that ran at least one.
+    pub servers: u64,
+    /// Compiles sccache ran locally (not distributable, or retried after a server failed).
+    pub local: u64,
+    /// Distributed compiles that failed for infrastructure reasons (retried locally).
+    pub infrastructure_errors: u64,
+}

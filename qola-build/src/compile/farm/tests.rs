@@ -1,0 +1,155 @@
+use super::*;
+
+#[test]
+fn the_scheduler_status_gives_servers_and_cpus_or_the_reason_there_are_none() {
+    let up = status::parse_status(
+        r#"{"SchedulerStatus":["http://127.0.0.1:10600/",{"num_servers":2,"num_cpus":16,"in_progress":0}]}"#,
+    );
+    assert_eq!(
+        up,
+        Ok(SchedulerStatus {
+            url: "http://127.0.0.1:10600/".into(),
+            servers: 2,
+            cpus: 16
+        })
+    );
+    assert_eq!(
+        decide(Some(up)),
+        Farm::Up {
+            servers: 2,
+            cpus: 16
+        }
+    );
+    assert_eq!(
+        Farm::Up {
+            servers: 2,
+            cpus: 16
+        }
+        .capacity(),
+        Some(16 + 2 + 2)
+    );
+    let empty = status::parse_status(
+        r#"{"SchedulerStatus":["http://s:10600/",{"num_servers":0,"num_cpus":0,"in_progress":0}]}"#,
+    );
+    assert!(matches!(decide(Some(empty)), Farm::Down { why } if why.contains("no build server")));
+    let error = status::parse_status(
+        r#"{"SchedulerStatus":["http://s:10600/","error: connection refused"]}"#,
+    );
+    assert!(error.is_err());
+    assert!(matches!(decide(Some(error)), Farm::Down { .. }));
+    assert!(status::parse_status("\"Disabled\"").is_err());
+    assert_eq!(decide(None), Farm::Off);
+    assert_eq!(Farm::Off.capacity(), None);
+}
+
+#[test]
+fn hipccs_expansion_is_its_clang_command_without_the_probes_arguments() {
+    let text = r#"hipcc-cmd: /usr/bin/clang++-15  -std=c++11 -isystem "/usr/lib/llvm-15/lib/clang/15.0.6/include/.." --rocm-path=/usr -x hip -O3 --offload-arch=gfx90a -mllvm -amdgpu-function-calls=false --hip-device-lib-path="/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"  -c qola-farm-probe-source.hip -o "qola-farm-probe.o" -###
+clang: note: the jobs"#;
+    let e = expand::parse(text).unwrap();
+    assert_eq!(e.clang, std::path::PathBuf::from("/usr/bin/clang++-15"));
+    assert_eq!(
+        e.args,
+        [
+            "/usr/bin/clang++-15",
+            "-std=c++11",
+            "-isystem",
+            "/usr/lib/llvm-15/lib/clang/15.0.6/include/..",
+            "--rocm-path=/usr",
+            "-x",
+            "hip",
+            "-O3",
+            "--offload-arch=gfx90a",
+            "-mllvm",
+            "-amdgpu-function-calls=false",
+            "--hip-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"
+        ]
+    );
+    assert_eq!(
+        archive::device_libs(&e.args),
+        Some("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode".into())
+    );
+    assert_eq!(
+        archive::device_libs(&["--rocm-path=/opt/rocm".to_string()]),
+        Some("/opt/rocm/amdgcn/bitcode".into())
+    );
+    assert!(expand::parse("no such line").is_none());
+}
+
+#[test]
+fn sccache_statistics_give_distributed_local_and_retried_compiles() {
+    let before = DistStats::parse(
+        r#"{"stats":{"compilations":3,"dist_compiles":{"127.0.0.1:10501":2},"dist_errors":0}}"#,
+    )
+    .unwrap();
+    let after = DistStats::parse(
+        r#"{"stats":{"compilations":14,"dist_compiles":{"127.0.0.1:10501":7,"127.0.0.1:10502":4},"dist_errors":1}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        before.since(&after),
+        FarmReport {
+            distributed: 9,
+            servers: 2,
+            local: 2,
+            infrastructure_errors: 1
+        }
+    );
+}
+
+#[test]
+fn qolas_sccache_config_adds_its_toolchain_to_the_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    let user = config::UserConfig {
+        path: tmp.path().join("config"),
+        table: r#"
+[dist]
+scheduler_url = "http://127.0.0.1:10600"
+toolchains = [{ type = "path_override", compiler_executable = "/usr/bin/clang++-15", archive = "/old.tar.gz", archive_compiler_executable = "/usr/bin/clang++-15" }, { type = "no_dist", compiler_executable = "/usr/bin/gcc" }]
+[dist.auth]
+type = "token"
+token = "secret"
+"#
+        .parse()
+        .unwrap(),
+    };
+    let (path, port) = config::write(
+        &user,
+        std::path::Path::new("/usr/bin/clang++-15"),
+        std::path::Path::new("/cache/farm/abc.tar.gz"),
+        tmp.path(),
+    )
+    .unwrap();
+    assert!((4700..5100).contains(&port));
+    let written: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+    let dist = written["dist"].as_table().unwrap();
+    assert_eq!(
+        dist["scheduler_url"].as_str(),
+        Some("http://127.0.0.1:10600")
+    );
+    assert_eq!(dist["auth"]["token"].as_str(), Some("secret"));
+    let toolchains = dist["toolchains"].as_array().unwrap();
+    assert_eq!(
+        toolchains.len(),
+        2,
+        "the old entry for the same compiler is replaced"
+    );
+    assert_eq!(toolchains[0]["type"].as_str(), Some("no_dist"));
+    assert_eq!(
+        toolchains[1]["archive"].as_str(),
+        Some("/cache/farm/abc.tar.gz")
+    );
+    let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let (again, _) = config::write(
+        &user,
+        std::path::Path::new("/usr/bin/clang++-15"),
+        std::path::Path::new("/cache/farm/abc.tar.gz"),
+        tmp.path(),
+    )
+    .unwrap();
+    assert_eq!(again, path);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        before
+    );
+}

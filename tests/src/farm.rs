@@ -106,8 +106,10 @@ impl LoopbackFarm {
         let config = self.dir.join("status.conf");
         self.client_config(&config);
         let deadline = Instant::now() + Duration::from_secs(60);
-        let port = free_port().to_string();
         loop {
+            // A new sccache server each time: one that started before the scheduler listened
+            // can stay "not connected".
+            let port = free_port().to_string();
             let out = Command::new(sccache)
                 .arg("--dist-status")
                 .env("SCCACHE_CONF", &config)
@@ -115,16 +117,17 @@ impl LoopbackFarm {
                 .output()
                 .expect("sccache --dist-status");
             let text = String::from_utf8_lossy(&out.stdout);
+            let _ = Command::new(sccache)
+                .arg("--stop-server")
+                .env("SCCACHE_SERVER_PORT", &port)
+                .output();
             if text.contains(&format!("\"num_servers\":{servers},")) {
-                let _ = Command::new(sccache)
-                    .arg("--stop-server")
-                    .env("SCCACHE_SERVER_PORT", &port)
-                    .output();
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "the scheduler did not see {servers} servers: {text}"
+                "the scheduler did not see {servers} servers: {text}\nscheduler log: {}",
+                std::fs::read_to_string(self.dir.join("scheduler.log")).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(500));
         }

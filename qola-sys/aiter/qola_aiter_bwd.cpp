@@ -138,12 +138,8 @@ QOLA_API int qola_mha_bwd(const qola_mha_bwd_args* in, hipStream_t stream) {
 
     aiter::mha_bwd_args args{};
     qola_aiter::fill_problem(p, args);
+    qola_aiter::fill_tensors(a, args);
     args.max_seqlen_k = group ? p.max_seqlen_k : p.seqlen_k;
-    args.q_ptr        = a.q;
-    args.k_ptr        = a.k;
-    args.v_ptr        = a.v;
-    args.bias_ptr     = p.bias_type == QOLA_MHA_BIAS_ALIBI ? (const void*)a.alibi_slopes : a.bias;
-    args.o_ptr        = a.o;
     args.lse_ptr      = a.lse;
     args.do_ptr       = a.dout;
     args.d_ptr        = workspace;
@@ -157,20 +153,12 @@ QOLA_API int qola_mha_bwd(const qola_mha_bwd_args* in, hipStream_t stream) {
 
     const int64_t acc_head  = w.acc_rows * p.hdim_q;
     const int64_t acc_batch = group ? 0 : p.nhead_q * acc_head;
-    args.stride_q            = idx(a.q_strides.seq);
-    args.stride_k            = idx(a.k_strides.seq);
-    args.stride_v            = idx(a.v_strides.seq);
-    args.stride_o            = idx(a.o_strides.seq);
     args.stride_do           = idx(a.dout_strides.seq);
     args.stride_dq_acc       = p.hdim_q;
     args.stride_dq           = idx(a.dq_strides.seq);
     args.stride_dk           = idx(dk_strides.seq);
     args.stride_dv           = idx(dv_strides.seq);
     args.stride_dbias        = idx(a.dbias_strides.row);
-    args.nhead_stride_q      = idx(a.q_strides.head);
-    args.nhead_stride_k      = idx(a.k_strides.head);
-    args.nhead_stride_v      = idx(a.v_strides.head);
-    args.nhead_stride_o      = idx(a.o_strides.head);
     args.nhead_stride_do     = idx(a.dout_strides.head);
     args.nhead_stride_lsed   = idx(a.lse_strides.head);
     args.nhead_stride_dq_acc = idx(acc_head);
@@ -178,10 +166,6 @@ QOLA_API int qola_mha_bwd(const qola_mha_bwd_args* in, hipStream_t stream) {
     args.nhead_stride_dk     = idx(dk_strides.head);
     args.nhead_stride_dv     = idx(dv_strides.head);
     args.nhead_stride_dbias  = idx(a.dbias_strides.head);
-    args.batch_stride_q      = idx(a.q_strides.batch);
-    args.batch_stride_k      = idx(a.k_strides.batch);
-    args.batch_stride_v      = idx(a.v_strides.batch);
-    args.batch_stride_o      = idx(a.o_strides.batch);
     args.batch_stride_do     = idx(a.dout_strides.batch);
     args.batch_stride_lsed   = idx(a.lse_strides.batch);
     args.batch_stride_dq_acc = idx(acc_batch);
@@ -190,16 +174,6 @@ QOLA_API int qola_mha_bwd(const qola_mha_bwd_args* in, hipStream_t stream) {
     args.batch_stride_dv     = idx(dv_strides.batch);
     args.batch_stride_dbias  = idx(a.dbias_strides.batch);
     args.split_stride_dq_acc = idx(group ? p.nhead_q * acc_head : p.batch * acc_batch);
-    if(p.bias_type == QOLA_MHA_BIAS_ALIBI)
-    {
-        args.stride_bias = idx(a.alibi_slopes_batch_stride);
-    }
-    else
-    {
-        args.stride_bias       = idx(a.bias_strides.row);
-        args.nhead_stride_bias = idx(a.bias_strides.head);
-        args.batch_stride_bias = idx(a.bias_strides.batch);
-    }
     args.p_undrop = 1.0f - p.dropout.p_drop;
 
     ck_tile::stream_config config{stream};

@@ -81,6 +81,37 @@ void fill_problem(const qola_mha_problem& p, CkArgs& args) {
         args.drop_seed_offset = std::make_pair(p.dropout.seed, p.dropout.offset);
 }
 
+// What CK's forward and backward args share beyond the problem: q, k, v, o and the bias (for
+// ALiBi, CK reads slope [b * stride_bias + h] from bias_ptr).
+template <typename Args, typename CkArgs>
+void fill_tensors(const Args& a, CkArgs& args) {
+    args.q_ptr          = a.q;
+    args.k_ptr          = a.k;
+    args.v_ptr          = a.v;
+    args.o_ptr          = a.o;
+    args.stride_q       = idx(a.q_strides.seq);
+    args.stride_k       = idx(a.k_strides.seq);
+    args.stride_v       = idx(a.v_strides.seq);
+    args.stride_o       = idx(a.o_strides.seq);
+    args.nhead_stride_q = idx(a.q_strides.head);
+    args.nhead_stride_k = idx(a.k_strides.head);
+    args.nhead_stride_v = idx(a.v_strides.head);
+    args.nhead_stride_o = idx(a.o_strides.head);
+    args.batch_stride_q = idx(a.q_strides.batch);
+    args.batch_stride_k = idx(a.k_strides.batch);
+    args.batch_stride_v = idx(a.v_strides.batch);
+    args.batch_stride_o = idx(a.o_strides.batch);
+    if (a.problem.bias_type == QOLA_MHA_BIAS_ALIBI) {
+        args.bias_ptr    = a.alibi_slopes;
+        args.stride_bias = idx(a.alibi_slopes_batch_stride);
+    } else {
+        args.bias_ptr          = a.bias;
+        args.stride_bias       = idx(a.bias_strides.row);
+        args.nhead_stride_bias = idx(a.bias_strides.head);
+        args.batch_stride_bias = idx(a.bias_strides.batch);
+    }
+}
+
 // The status of an AITER launch: its launchers return a time, negative when no kernel of this
 // build serves the arguments ("traits": build more variants).
 inline int status(float time) {

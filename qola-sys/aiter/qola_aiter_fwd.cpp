@@ -34,42 +34,13 @@ QOLA_API int qola_mha_fwd(const qola_mha_fwd_args* in, hipStream_t stream) {
 
     aiter::mha_fwd_args args{};
     qola_aiter::fill_problem(p, args);
-    args.q_ptr        = a.q;
-    args.k_ptr        = a.k;
-    args.v_ptr        = a.v;
-    args.bias_ptr     = p.bias_type == QOLA_MHA_BIAS_ALIBI ? (const void*)a.alibi_slopes : a.bias;
-    args.rand_val_ptr = a.randval;
-    args.lse_ptr      = a.lse;
-    args.o_ptr        = a.o;
-
+    qola_aiter::fill_tensors(a, args);
+    args.rand_val_ptr    = a.randval;
+    args.lse_ptr         = a.lse;
     args.scale_s         = p.scale;
     args.scale_p         = 1.0f; // fp8 only
     args.scale_o         = 1.0f; // fp8 only
     args.logits_soft_cap = p.logits_soft_cap;
-
-    args.stride_q       = idx(a.q_strides.seq);
-    args.stride_k       = idx(a.k_strides.seq);
-    args.stride_v       = idx(a.v_strides.seq);
-    args.stride_o       = idx(a.o_strides.seq);
-    args.nhead_stride_q = idx(a.q_strides.head);
-    args.nhead_stride_k = idx(a.k_strides.head);
-    args.nhead_stride_v = idx(a.v_strides.head);
-    args.nhead_stride_o = idx(a.o_strides.head);
-    args.batch_stride_q = idx(a.q_strides.batch);
-    args.batch_stride_k = idx(a.k_strides.batch);
-    args.batch_stride_v = idx(a.v_strides.batch);
-    args.batch_stride_o = idx(a.o_strides.batch);
-    if(p.bias_type == QOLA_MHA_BIAS_ALIBI)
-    {
-        // CK reads slope [b * stride_bias + h].
-        args.stride_bias = idx(a.alibi_slopes_batch_stride);
-    }
-    else
-    {
-        args.stride_bias       = idx(a.bias_strides.row);
-        args.nhead_stride_bias = idx(a.bias_strides.head);
-        args.batch_stride_bias = idx(a.bias_strides.batch);
-    }
     args.stride_randval       = idx(a.randval_strides.row);
     args.nhead_stride_randval = idx(a.randval_strides.head);
     args.batch_stride_randval = idx(a.randval_strides.batch);

@@ -8,45 +8,14 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use common::{Blob, Case, Laid, struct_bytes};
-
-fn run(exe: &Path, backward: bool, laid: &Laid) -> (i32, Blob) {
-    let mut input = vec![backward as u8];
-    input.extend(if backward {
-        struct_bytes(&laid.bwd)
-    } else {
-        struct_bytes(&laid.fwd)
-    });
-    input.extend_from_slice(&laid.blob.0);
-    let mut child = Command::new(exe)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let status = i32::from_le_bytes(out.stdout[..4].try_into().unwrap());
-    (status, Blob(out.stdout[4..].to_vec()))
-}
+use common::Case;
+use common::emulator::{compile, run};
 
 fn main() {
-    let root = env!("CARGO_MANIFEST_DIR");
     let tmp = tempfile::tempdir().unwrap();
-    let exe = tmp.path().join("emulate");
-    let built = Command::new("c++")
-        .args(["-std=c++17", "-O2", "-DQOLA_CPU_EMULATION", "-I"])
-        .arg(format!("{root}/kernels/include"))
-        .arg(format!("{root}/tests/emulator/emulate.cpp"))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .expect("a C++ compiler (c++)");
-    assert!(built.success());
+    let exe = compile(tmp.path(), None);
     println!("| case | emulated kernels fwd+bwd (ms) | float64 reference fwd+bwd (ms) | ratio |");
     println!("|---|---|---|---|");
     let repeats = 5;

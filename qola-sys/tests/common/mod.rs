@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test binary uses a part
 
+pub mod emulator;
+
 use std::ffi::c_void;
 
 use qola_sys::reference::{self, Dropout, Mask, MaskKind};

@@ -63,9 +63,17 @@ fn files(clang: &Path, args: &[String]) -> Result<Vec<PathBuf>> {
         .output()
         .map_err(|e| farm_error(format!("cannot run {}: {e}", real.display())))?;
     let resource = PathBuf::from(String::from_utf8_lossy(&resource.stdout).trim());
-    let libs = device_libs(args).ok_or_else(|| {
-        farm_error("the expanded hipcc flags name no ROCm device library directory (--hip-device-lib-path, --rocm-device-lib-path or --rocm-path)".to_string())
-    })?;
+    // Newer clang packages keep the device libraries in the resource directory.
+    let libs = match device_libs(args) {
+        Some(dir) => dir,
+        None if resource.join("amdgcn/bitcode").is_dir() => resource.join("amdgcn/bitcode"),
+        None => {
+            return Err(farm_error(format!(
+                "no ROCm device library directory: the expanded hipcc flags name none (--hip-device-lib-path, --rocm-device-lib-path, --rocm-path) and {} has no amdgcn/bitcode; pass --rocm-path to the build (HipBuild::flag)",
+                resource.display()
+            )));
+        }
+    };
     for dir in [resource, libs] {
         let dir = std::fs::canonicalize(&dir).map_err(io_error("resolve", &dir))?;
         walk(&dir, &mut files)?;

@@ -111,6 +111,18 @@ pub(crate) fn prepare(
         return Ok((farm, None));
     }
     let expanded = expand::expand(toolchain, args, work)?;
+    if !expanded.clang.exists() {
+        // A sandboxed hipcc (the sid toolchain's): its driver is not on this machine.
+        return Ok((
+            Farm::Down {
+                why: format!(
+                    "hipcc's clang driver {} is not on this machine (the compiler runs in a sandbox), so sccache can neither run nor pack it",
+                    expanded.clang.display()
+                ),
+            },
+            None,
+        ));
+    }
     let archive = archive::build(&expanded, cache)?;
     let (config_path, port) = config::write(&user, &expanded.clang, &archive, cache)?;
     let env_pairs = vec![

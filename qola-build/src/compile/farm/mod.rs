@@ -40,7 +40,8 @@ pub(crate) use status::{DistStats, SchedulerStatus};
 pub(crate) enum Farm {
     /// No distributed launcher.
     Off,
-    /// A dist config, but the farm does not answer: compile locally.
+    /// A dist config, but the farm does not answer (or cannot run this compiler): compile
+    /// locally.
     Down { why: String },
     /// The farm answers with at least one server.
     Up { servers: u64, cpus: u64 },

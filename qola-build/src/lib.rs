@@ -75,6 +75,7 @@
 //! | `QOLA_BUILD_GROUPS`, `QOLA_PREBUILT_DIR_<GROUP>`, `QOLA_AITER_SOURCE_DIR` | [`OutputBuild`] (`qola build`): groups to build, a group's prebuilt libraries, a tree to build as it is |
 //! | `QOLA_COMPILER_LAUNCHER` | [`HipBuild`]: wraps every compile (`ccache`, `sccache`); `sccache` with a `[dist]` config compiles on an sccache-dist farm |
 //! | `SCCACHE_CONF`, `HOME` | [`HipBuild`] with `sccache`: sccache's config (default `$HOME/.config/sccache/config`), read for its `[dist]` section |
+//! | `QOLA_FARM_ROOT`, `QOLA_FARM_DRIVER` | [`HipBuild`] on a compile farm with a sandboxed toolchain: its root, and a command on this machine that runs its clang driver |
 //! | `NUM_JOBS` | [`HipBuild`]: compiles at once (Cargo sets it) |
 //! | `QOLA_JOB_MEMORY_MB` | [`HipBuild`]: memory one compile needs; compiles at once are capped to what `MemAvailable` holds (default: the peak measured last time, else [`HipBuild::memory_per_job`]) |
 //! | `CXXFLAGS`, `HOST_CXXFLAGS`/`TARGET_CXXFLAGS`, `CXXFLAGS_<target_with_underscores>`, `CXXFLAGS_<target>`, `CC_SHELL_ESCAPED_FLAGS` | [`HipBuild`]: extra flags, every one that is set, combined as `cc` 1.11 does |

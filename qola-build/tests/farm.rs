@@ -117,6 +117,42 @@ fn hip_compiles_run_on_a_loopback_farm() {
         "{text}"
     );
 
+    // A sandboxed hipcc (the sid toolchain's): a local build that says why, until qola is told
+    // the toolchain's root and a command that runs its driver; then the farm compiles with it,
+    // including the narrow AITER forward (CK, gfx942) through `qola build`.
+    if let Some(sid) = qola_tests::sid_hipcc() {
+        let one = tmp.path().join("one.hip");
+        std::fs::write(&one, "extern \"C\" int qola_mha_fwd() { return 3; }\n").unwrap();
+        let sandboxed = |dir: &str| {
+            build(
+                std::slice::from_ref(&one),
+                &include,
+                &tmp.path().join(dir),
+                Some(&sccache),
+            )
+            .compiler(&sid)
+            .try_compile("one")
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let report = sandboxed("sid");
+        let why = report.farm_down.clone().unwrap_or_default();
+        assert!(why.contains("not on this machine"), "{}", report.summary());
+        let fixtures = qola_tests::fixtures_dir();
+        // SAFETY (of the environment): as above.
+        unsafe {
+            std::env::set_var("QOLA_FARM_ROOT", fixtures.join("sid-root"));
+            std::env::set_var("QOLA_FARM_DRIVER", fixtures.join("sid-clang++"));
+        }
+        let report = sandboxed("sid-farm");
+        assert_eq!(
+            report.farm.map(|f| f.distributed),
+            Some(1),
+            "{}",
+            report.summary()
+        );
+        narrow_aiter_forward_on_the_farm(&sid, &sccache, tmp.path());
+    }
+
     // One server killed: the build still succeeds (the scheduler's other server, or sccache's
     // local retry), and compiles every unit. A define makes them new to sccache's cache.
     farm.kill_server(0);
@@ -138,19 +174,6 @@ fn hip_compiles_run_on_a_loopback_farm() {
         after.summary()
     );
 
-    // A sandboxed hipcc (the sid toolchain's) cannot go to the farm: a local build that says why.
-    if let Some(sid) = qola_tests::sid_hipcc() {
-        let one = tmp.path().join("one.hip");
-        std::fs::write(&one, "extern \"C\" int qola_mha_fwd() { return 3; }\n").unwrap();
-        let mut sandboxed = build(&[one], &include, &tmp.path().join("sid"), Some(&sccache));
-        let report = sandboxed
-            .compiler(&sid)
-            .try_compile("one")
-            .unwrap_or_else(|e| panic!("{e}"));
-        let why = report.farm_down.clone().unwrap_or_default();
-        assert!(why.contains("not on this machine"), "{}", report.summary());
-    }
-
     // The whole farm gone: a local build through hipcc, said once in the summary.
     drop(farm);
     let down = build(&sources, &include, &tmp.path().join("down"), Some(&sccache))
@@ -167,5 +190,54 @@ fn hip_compiles_run_on_a_loopback_farm() {
         down.summary().contains("the compile farm is not used"),
         "{}",
         down.summary()
+    );
+}
+
+/// `qola build` of the narrow AITER forward (CK instances, dispatch files, the asm v3 API and
+/// qola's wrapper, gfx942) with the sid toolchain through the farm, from an empty qola cache.
+fn narrow_aiter_forward_on_the_farm(sid: &Path, sccache: &Path, tmp: &Path) {
+    let Some(real) = qola_tests::real_aiter() else {
+        return;
+    };
+    let manifest = tmp.join("farm.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\nnamespace = \"farm\"\n\n[build]\narchitectures = [\"gfx942\"]\n\n[[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n",
+            real.commit,
+            real.upstream.display()
+        ),
+    )
+    .unwrap();
+    let fixtures = qola_tests::fixtures_dir();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_qola"))
+        .args(["build", "-m"])
+        .arg(&manifest)
+        .arg("-a")
+        .arg(fixtures.join("aiter-narrow"))
+        .arg("-o")
+        .arg(tmp.join("aiter-out"))
+        .env("HIPCC", sid)
+        .env("QOLA_CACHE_DIR", tmp.join("aiter-cache"))
+        .env("QOLA_CK_FILTER_LIBMHA_FWD", qola_tests::NARROW_FWD_FILTER)
+        .env("QOLA_COMPILER_LAUNCHER", sccache)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let summary = text
+        .lines()
+        .find(|l| l.contains("qola compiled"))
+        .unwrap_or_else(|| panic!("no summary: {text}"));
+    let units = summary
+        .split("qola compiled ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(units >= 8, "{summary}");
+    assert!(
+        summary.contains(&format!("{units} distributed to")) && summary.contains(", 0 local"),
+        "every unit distributed: {summary}"
     );
 }

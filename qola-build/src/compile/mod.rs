@@ -642,8 +642,11 @@ impl HipBuild {
             let headers: Vec<PathBuf> = depfile::prerequisites(&deps)
                 .into_iter()
                 .map(|p| depfile::absolute(&p, &cwd))
-                .filter(|p| *p != unit.source && p.exists())
+                .filter(|p| *p != unit.source && !farm::is_short_name(p) && p.exists())
                 .collect();
+            if resolved.farm_command.is_some() {
+                farm::localize_empty_cuid(object)?;
+            }
             let peak = outcome.peak_memory.filter(|_| record_peaks);
             let key = objects.install(id, &unit.source, headers.clone(), object, peak)?;
             unit.object = objects.object_path(&key);
@@ -780,10 +783,17 @@ impl Resolved {
                 .cloned()
                 .collect::<Vec<_>>(),
         };
+        let mut compiled = source.to_path_buf();
+        if self.farm_command.is_some()
+            && let Some((link, dir)) = farm::short_name(source, &self.out_dir)
+        {
+            argv.extend(["-iquote".to_string(), dir.to_string_lossy().into_owned()]);
+            compiled = link;
+        }
         argv.extend(["-MD".to_string(), "-MF".to_string()]);
         argv.push(depfile.to_string_lossy().into_owned());
         argv.extend(["-o".to_string(), object.to_string_lossy().into_owned()]);
-        argv.extend(["-c".to_string(), source.to_string_lossy().into_owned()]);
+        argv.extend(["-c".to_string(), compiled.to_string_lossy().into_owned()]);
         argv
     }
 }

@@ -50,10 +50,12 @@ impl UserConfig {
     }
 }
 
-/// Writes qola's config for `clang` and `archive`; returns its path and the server port.
+/// Writes qola's config: `compiler` (the path sccache is started with here) runs remotely as
+/// `in_archive` from `archive`. Returns the config's path and the server port.
 pub(crate) fn write(
     user: &UserConfig,
-    clang: &Path,
+    compiler: &Path,
+    in_archive: &Path,
     archive: &Path,
     cache: &Path,
 ) -> Result<(PathBuf, u16)> {
@@ -64,7 +66,7 @@ pub(crate) fn write(
         .ok_or_else(|| CompileError::Farm {
             problem: format!("{}: [dist] is not a table", user.path.display()),
         })?;
-    let compiler = clang.to_string_lossy().into_owned();
+    let compiler = compiler.to_string_lossy().into_owned();
     let mut toolchains: Vec<toml::Value> = dist
         .get("toolchains")
         .and_then(|t| t.as_array())
@@ -78,7 +80,10 @@ pub(crate) fn write(
         "archive".into(),
         archive.to_string_lossy().into_owned().into(),
     );
-    ours.insert("archive_compiler_executable".into(), compiler.into());
+    ours.insert(
+        "archive_compiler_executable".into(),
+        in_archive.to_string_lossy().into_owned().into(),
+    );
     toolchains.push(toml::Value::Table(ours));
     dist.insert("toolchains".into(), toml::Value::Array(toolchains));
     let text = table.to_string();

@@ -14,8 +14,11 @@
 //!   leaves out: qola builds it once, content-addressed in its cache (`archive`), and hands
 //!   sccache a config of its own (the user's, plus a `path_override` toolchain for that clang;
 //!   `config`) and a server port of its own, so the user's sccache server is left alone. As many
-//!   compiles run at once as the farm holds (a server takes `cores + 1 + cores / 8` jobs),
-//!   whatever the local cores or memory: remote compiles use neither.
+//!   compiles run at once as the farm has cores, whatever the local cores or memory: remote
+//!   compiles use neither. A farm object's unnamed `__hip_cuid_` is made local
+//!   (`localize_empty_cuid`), and a source whose name is too long for sccache's input archive
+//!   is compiled through a short hard link (`short_name`). A sandboxed toolchain (`QOLA_FARM_ROOT`, `QOLA_FARM_DRIVER`) is packed
+//!   from its root and preprocessed through the command that runs its driver.
 //!
 //! sccache itself handles the rest: a compile error on a server fails the compile with the
 //! compiler's message (qola reports it with the command and `repro.sh` as always); a server
@@ -28,8 +31,10 @@ mod expand;
 mod status;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::build_script::Env;
+use crate::compile::CompileError;
 use crate::compile::toolchain::HipToolchain;
 use crate::error::Result;
 pub use status::FarmReport;
@@ -48,10 +53,12 @@ pub(crate) enum Farm {
 }
 
 impl Farm {
-    /// Compiles the farm holds at once: each server takes `cores + 1 + cores / 8` jobs.
+    /// Compiles the farm holds at once: one per server core. (A server accepts a few more,
+    /// `cores + 1 + cores / 8`, but the scheduler counts a job until its result is back, and
+    /// one it cannot place runs locally; measured on loopback.)
     pub(crate) fn capacity(&self) -> Option<usize> {
         match self {
-            Farm::Up { servers, cpus } => Some((cpus + servers + cpus / 8).max(1) as usize),
+            Farm::Up { cpus, .. } => Some((*cpus).max(1) as usize),
             _ => None,
         }
     }
@@ -111,21 +118,43 @@ pub(crate) fn prepare(
     if !matches!(farm, Farm::Up { .. }) {
         return Ok((farm, None));
     }
-    let expanded = expand::expand(toolchain, args, work)?;
-    if !expanded.clang.exists() {
-        // A sandboxed hipcc (the sid toolchain's): its driver is not on this machine.
-        return Ok((
-            Farm::Down {
-                why: format!(
-                    "hipcc's clang driver {} is not on this machine (the compiler runs in a sandbox), so sccache can neither run nor pack it",
-                    expanded.clang.display()
-                ),
-            },
-            None,
-        ));
-    }
-    let archive = archive::build(&expanded, cache)?;
-    let (config_path, port) = config::write(&user, &expanded.clang, &archive, cache)?;
+    let mut expanded = expand::expand(toolchain, args, work)?;
+    // A sandboxed toolchain (its driver is not on this machine) goes to the farm when qola is
+    // told its root and a command here that runs its driver.
+    let root = env.var_os("QOLA_FARM_ROOT").map(PathBuf::from);
+    let driver = env.var_os("QOLA_FARM_DRIVER").map(PathBuf::from);
+    let (root, run) = match (expanded.clang.exists(), root, driver) {
+        (true, _, _) => (PathBuf::from("/"), expanded.clang.clone()),
+        (false, Some(root), Some(driver))
+            if root
+                .join(expanded.clang.strip_prefix("/").unwrap_or(&expanded.clang))
+                .exists() =>
+        {
+            (root, driver)
+        }
+        (false, ..) => {
+            return Ok((
+                Farm::Down {
+                    why: format!(
+                        "hipcc's clang driver {} is not on this machine (the compiler runs in a sandbox), so sccache can neither run nor pack it; QOLA_FARM_ROOT and QOLA_FARM_DRIVER name its root and a command that runs it",
+                        expanded.clang.display()
+                    ),
+                },
+                None,
+            ));
+        }
+    };
+    let archive = archive::build(
+        &archive::Toolchain {
+            root: archive::Root(root),
+            clang: &expanded.clang,
+            run: &run,
+            args: &expanded.args,
+        },
+        cache,
+    )?;
+    let (config_path, port) = config::write(&user, &run, &expanded.clang, &archive, cache)?;
+    expanded.args[0] = run.to_string_lossy().into_owned();
     let env_pairs = vec![
         (
             "SCCACHE_CONF".to_string(),
@@ -133,6 +162,20 @@ pub(crate) fn prepare(
         ),
         ("SCCACHE_SERVER_PORT".to_string(), port.to_string()),
     ];
+    // Starts qola's sccache server and its connection to the scheduler before the first compile
+    // (a server still connecting compiles locally); up to 30 s of tries while it connects.
+    let mut farm = farm;
+    // (A new server connects after it has read the toolchain archive: seconds for ~100 MB.)
+    for _ in 0..60 {
+        farm = decide(Some(status::ask(&sccache, &config_path, port)));
+        if matches!(farm, Farm::Up { .. }) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    if !matches!(farm, Farm::Up { .. }) {
+        return Ok((farm, None));
+    }
     let mut full = vec!["env".to_string()];
     full.extend(env_pairs.iter().map(|(k, v)| format!("{k}={v}")));
     full.push(program.clone());
@@ -145,6 +188,80 @@ pub(crate) fn prepare(
             sccache,
         }),
     ))
+}
+
+/// After a farm compile: a remote compile reads a preprocessed source, for which clang derives no
+/// compilation unit id, so clang 21 names every such object's `__hip_cuid_` variable the same,
+/// and a library's units would collide at link ("multiple definition of `__hip_cuid_`"). Passing
+/// `-cuid=` does not help (sccache drops it from a distributed compile; `-Xclang -cuid=` makes
+/// sccache compile locally; measured). Without relocatable device code nothing reads that
+/// variable, so it is made local to its object.
+pub(crate) fn localize_empty_cuid(object: &Path) -> Result<()> {
+    let nm = Command::new("nm").arg(object).output();
+    let has = nm.is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l.split_whitespace().last() == Some("__hip_cuid_"))
+    });
+    if !has {
+        return Ok(());
+    }
+    let out = Command::new("objcopy")
+        .arg("--localize-symbol=__hip_cuid_")
+        .arg(object)
+        .output()
+        .map_err(|e| CompileError::Farm {
+            problem: format!("cannot run objcopy on {}: {e}", object.display()),
+        })?;
+    if !out.status.success() {
+        return Err(CompileError::Farm {
+            problem: format!(
+                "objcopy --localize-symbol=__hip_cuid_ {}: {}",
+                object.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn digest16(source: &Path) -> String {
+    blake3::hash(source.as_os_str().as_encoded_bytes()).to_hex()[..16].to_string()
+}
+
+/// The directory of the short names below, under the build's output directory.
+const SHORT_NAMES: &str = "qola-farm-sources";
+
+/// For a source whose file name is too long for sccache's input archive (its tar headers hold
+/// 100 bytes; CK's generated instances are named with ~170), a hard link (or copy) with a short
+/// name, made now, under the output directory, and the source's directory for `-iquote` (its
+/// `#include "..."` still find their neighbours). `None` when the name fits.
+pub(crate) fn short_name(source: &Path, out_dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let name = source.file_name()?.to_string_lossy();
+    if name.len() <= 90 {
+        return None;
+    }
+    let dir = out_dir.join(SHORT_NAMES);
+    std::fs::create_dir_all(&dir).ok()?;
+    let extension = source
+        .extension()
+        .map(|e| e.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let link = dir.join(format!("{}.{extension}", digest16(source)));
+    // Made anew each time: a generator that rewrote the source gave it a new file.
+    let _ = std::fs::remove_file(&link);
+    if std::fs::hard_link(source, &link).is_err() {
+        std::fs::copy(source, &link).ok()?;
+    }
+    Some((link, source.parent()?.to_path_buf()))
+}
+
+/// Whether `path` is one of [`short_name`]'s links (not a header of the unit).
+pub(crate) fn is_short_name(path: &Path) -> bool {
+    path.parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|d| d == SHORT_NAMES)
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ fn the_scheduler_status_gives_servers_and_cpus_or_the_reason_there_are_none() {
             cpus: 16
         }
         .capacity(),
-        Some(16 + 2 + 2)
+        Some(16)
     );
     let empty = status::parse_status(
         r#"{"SchedulerStatus":["http://s:10600/",{"num_servers":0,"num_cpus":0,"in_progress":0}]}"#,
@@ -116,6 +116,7 @@ token = "secret"
     let (path, port) = config::write(
         &user,
         std::path::Path::new("/usr/bin/clang++-15"),
+        std::path::Path::new("/usr/bin/clang++-15"),
         std::path::Path::new("/cache/farm/abc.tar.gz"),
         tmp.path(),
     )
@@ -142,6 +143,7 @@ token = "secret"
     let before = std::fs::metadata(&path).unwrap().modified().unwrap();
     let (again, _) = config::write(
         &user,
+        std::path::Path::new("/usr/bin/clang++-15"),
         std::path::Path::new("/usr/bin/clang++-15"),
         std::path::Path::new("/cache/farm/abc.tar.gz"),
         tmp.path(),

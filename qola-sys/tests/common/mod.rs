@@ -7,8 +7,6 @@
 
 pub mod emulator;
 
-use std::ffi::c_void;
-
 use qola_sys::reference::{self, Dropout, Mask, MaskKind};
 use qola_sys::*;
 
@@ -988,82 +986,43 @@ pub fn check(c: &Case, run: &mut Runner) -> Result<(), String> {
     Ok(())
 }
 
+/// A pointer that holds an offset into the blob, moved to `base` (null stays null).
+fn moved<T>(p: *const T, base: usize) -> *const T {
+    if p.is_null() {
+        p
+    } else {
+        (base + p as usize) as *const T
+    }
+}
+
+/// Moves each named pointer field of `$a` from a blob offset to `$base`.
+macro_rules! move_fields {
+    ($a:ident, $base:expr; $($field:ident),*) => {
+        $( $a.$field = moved($a.$field as *const _, $base) as _; )*
+    };
+}
+
 /// The pointer fields of the args, as offsets, moved to `base` (device memory holding the blob).
 pub fn rebase_fwd(a: &qola_mha_fwd_args, base: usize) -> qola_mha_fwd_args {
     let mut a = *a;
-    let at = |p: *const c_void| {
-        if p.is_null() {
-            p
-        } else {
-            (base + p as usize) as *const c_void
-        }
-    };
     rebase_problem(&mut a.problem, base);
-    a.q = at(a.q);
-    a.k = at(a.k);
-    a.v = at(a.v);
-    a.bias = at(a.bias);
-    a.alibi_slopes = at(a.alibi_slopes.cast()).cast();
-    a.o = at(a.o).cast_mut();
-    a.lse = at(a.lse.cast()).cast_mut().cast();
-    a.randval = at(a.randval.cast()).cast_mut().cast();
+    move_fields!(a, base; q, k, v, bias, alibi_slopes, o, lse, randval);
     a
 }
 
 /// [`rebase_fwd`] for the backward.
 pub fn rebase_bwd(a: &qola_mha_bwd_args, base: usize) -> qola_mha_bwd_args {
     let mut a = *a;
-    let at = |p: *const c_void| {
-        if p.is_null() {
-            p
-        } else {
-            (base + p as usize) as *const c_void
-        }
-    };
     rebase_problem(&mut a.problem, base);
-    a.q = at(a.q);
-    a.k = at(a.k);
-    a.v = at(a.v);
-    a.bias = at(a.bias);
-    a.alibi_slopes = at(a.alibi_slopes.cast()).cast();
-    a.o = at(a.o);
-    a.dout = at(a.dout);
-    a.lse = at(a.lse.cast()).cast();
-    a.dq = at(a.dq).cast_mut();
-    a.dk = at(a.dk).cast_mut();
-    a.dv = at(a.dv).cast_mut();
-    a.dbias = at(a.dbias).cast_mut();
-    a.workspace = at(a.workspace).cast_mut();
+    move_fields!(a, base; q, k, v, bias, alibi_slopes, o, dout, lse, dq, dk, dv, dbias, workspace);
     a
 }
 
 fn rebase_problem(p: &mut qola_mha_problem, base: usize) {
-    let at = |p: *const i32| {
-        if p.is_null() {
-            p
-        } else {
-            (base + p as usize) as *const i32
-        }
-    };
     let s = &mut p.seqlens;
-    (
-        s.seqstart_q,
-        s.seqstart_k,
-        s.seqlen_q,
-        s.seqlen_k,
-        s.cu_seqlen_q,
-        s.cu_seqlen_k,
-    ) = (
-        at(s.seqstart_q),
-        at(s.seqstart_k),
-        at(s.seqlen_q),
-        at(s.seqlen_k),
-        at(s.cu_seqlen_q),
-        at(s.cu_seqlen_k),
-    );
+    move_fields!(s, base; seqstart_q, seqstart_k, seqlen_q, seqlen_k, cu_seqlen_q, cu_seqlen_k);
     let d = &mut p.dropout;
-    d.seed_ptr = at(d.seed_ptr.cast()).cast();
-    d.offset_ptr = at(d.offset_ptr.cast()).cast();
+    move_fields!(d, base; seed_ptr, offset_ptr);
 }
 
 /// The bytes of a `#[repr(C)]` struct.

@@ -99,6 +99,24 @@ fn hip_compiles_run_on_a_loopback_farm() {
         "remote objects differ from local ones"
     );
 
+    // A build with nothing to compile (the same cache, a new output directory) does not ask
+    // the farm: nothing of the farm's is written (its expansion would make `qola-farm`).
+    let noop_out = tmp.path().join("noop-out");
+    let again = build(
+        &sources,
+        &include,
+        &tmp.path().join("remote"),
+        Some(&sccache),
+    )
+    .out_dir(&noop_out)
+    .try_compile("qola_mha")
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.compiled(), 0);
+    assert!(
+        !noop_out.join("qola-farm").exists(),
+        "a no-op build prepared the farm"
+    );
+
     // A compile error on a server: the compiler's message, the command, repro.sh.
     let broken = tmp.path().join("broken.hip");
     std::fs::write(&broken, "int qola_mha_fwd() { return undeclared_thing; }\n").unwrap();

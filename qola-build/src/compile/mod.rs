@@ -391,14 +391,6 @@ impl HipBuild {
             ),
             None => None,
         };
-        let (farm, farm_command) = farm::prepare(
-            env,
-            &launcher,
-            &toolchain,
-            &args,
-            &cache,
-            &out_dir.join("qola-farm"),
-        )?;
         Ok(Resolved {
             out_dir,
             cache,
@@ -406,8 +398,8 @@ impl HipBuild {
             archs,
             args,
             launcher,
-            farm,
-            farm_command,
+            farm: farm::Farm::Off,
+            farm_command: None,
             limit,
             limit_source,
             env_memory,
@@ -441,9 +433,18 @@ impl HipBuild {
     pub fn try_plan(&self, name: &str) -> Result<CompilePlan> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let r = self.resolve(&env)?;
+        let mut r = self.resolve(&env)?;
         let mut objects = ObjectCache::new(r.cache.join("hip"));
         let mut units: Vec<PlannedUnit> = Vec::new();
+        let any_to_compile = self.files.iter().any(|file| {
+            full_path(file).is_ok_and(|source| {
+                let id = unit_id(&r.toolchain.identity, &r.args, &source);
+                objects.lookup(&id, &source).is_none()
+            })
+        });
+        if any_to_compile {
+            r.join_farm(&env)?;
+        }
         for file in &self.files {
             let source = full_path(file)?;
             let id = unit_id(&r.toolchain.identity, &r.args, &source);
@@ -497,11 +498,11 @@ impl HipBuild {
         let start = Instant::now();
         let directives = Directives::new(self.cargo_metadata);
         let env = Env::new(&directives);
-        let resolved = self.resolve(&env)?;
+        let mut resolved = self.resolve(&env)?;
         let (out_dir, cache, args) = (
             resolved.out_dir.clone(),
             resolved.cache.clone(),
-            &resolved.args,
+            resolved.args.clone(),
         );
         let mut objects = ObjectCache::new(cache.join("hip"));
         let mut units = Vec::new();
@@ -509,7 +510,7 @@ impl HipBuild {
         let mut scratch = Vec::new();
         for (index, file) in self.files.iter().enumerate() {
             let source = full_path(file)?;
-            let id = unit_id(&resolved.toolchain.identity, args, &source);
+            let id = unit_id(&resolved.toolchain.identity, &args, &source);
             match objects.lookup(&id, &source) {
                 Some((key, headers)) => units.push(UnitReport {
                     object: objects.object_path(&key),
@@ -522,8 +523,6 @@ impl HipBuild {
                 None => {
                     let object = objects.scratch(&id, "o")?;
                     let depfile = objects.scratch(&id, "d")?;
-                    let argv = resolved.compile_command(&source, &object, &depfile);
-                    jobs_to_run.push(jobs::Job { unit: index, argv });
                     scratch.push((index, id, object, depfile));
                     units.push(UnitReport {
                         object: PathBuf::new(),
@@ -535,6 +534,13 @@ impl HipBuild {
                     });
                 }
             }
+        }
+        if !scratch.is_empty() {
+            resolved.join_farm(&env)?;
+        }
+        for (index, _, object, depfile) in &scratch {
+            let argv = resolved.compile_command(&units[*index].source, object, depfile);
+            jobs_to_run.push(jobs::Job { unit: *index, argv });
         }
         let argv_of: Vec<(usize, Vec<String>)> = jobs_to_run
             .iter()
@@ -771,6 +777,22 @@ struct Resolved {
 }
 
 impl Resolved {
+    /// Asks the compile farm, when the launcher is a distributed one (see `farm`). Only builds
+    /// with something to compile ask: a no-op build runs nothing and writes nothing.
+    fn join_farm(&mut self, env: &Env) -> Result<()> {
+        let (farm, command) = farm::prepare(
+            env,
+            &self.launcher,
+            &self.toolchain,
+            &self.args,
+            &self.cache,
+            &self.out_dir.join("qola-farm"),
+        )?;
+        self.farm = farm;
+        self.farm_command = command;
+        Ok(())
+    }
+
     /// The full command compiling `source` to `object` with its depfile: through the farm
     /// (sccache and the clang driver with hipcc's expanded flags) when it is up.
     fn compile_command(&self, source: &Path, object: &Path, depfile: &Path) -> Vec<String> {

@@ -250,17 +250,16 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
     if archive.is_file() {
         return Ok(archive);
     }
-    // The files by content at the toolchain's paths, in a staging tree (hard links where the
-    // file system allows), packed in a fixed order and owner.
+    // The files by content at the toolchain's paths, in a staging tree of copies (hard links
+    // would change the files' ctime under another build packing at the same time, and tar
+    // refuses a file that changed while read), packed in a fixed order and owner.
     let staging = dir.join(format!(".{name}.{}.staging", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     for file in &files {
         let to = staging.join(file.strip_prefix("/").expect("absolute"));
         std::fs::create_dir_all(to.parent().expect("a parent")).map_err(io_error("create", &to))?;
         let from = std::fs::canonicalize(t.root.host(file)).map_err(io_error("resolve", file))?;
-        if std::fs::hard_link(&from, &to).is_err() {
-            std::fs::copy(&from, &to).map_err(io_error("copy", &from))?;
-        }
+        std::fs::copy(&from, &to).map_err(io_error("copy", &from))?;
     }
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let out = Command::new("tar")

@@ -15,7 +15,7 @@ use std::time::Instant;
 use qola_build::{Error, HipBuild, Preparation, Prepare, PrepareError};
 use qola_tests::{DEMO_KERNEL, Demo};
 
-fn step(title: &str, options: &Prepare) -> Result<Preparation, Error> {
+fn step(title: &str, options: &Prepare) -> Result<Preparation, PrepareError> {
     let start = Instant::now();
     let result = options.try_prepare();
     let ms = start.elapsed().as_secs_f64() * 1e3;
@@ -57,7 +57,7 @@ fn main() -> Result<(), Error> {
     std::fs::write(&edited, text).expect("edit the header");
     println!("\n(hand edit of csrc/include/mha_fwd.h)");
     match step("third build: a local edit", &options) {
-        Err(Error::Prepare(PrepareError::Refused(_))) => {}
+        Err(PrepareError::Refused(_)) => {}
         other => panic!("expected a refusal, got {other:?}"),
     }
 

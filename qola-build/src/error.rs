@@ -1,92 +1,46 @@
-//! The errors of qola-build, one type per subsystem ([`ManifestError`], [`PrepareError`],
-//! [`CompileError`], [`AiterError`]) behind the one [`Error`] the public functions return. Each
-//! message says what failed, where (file and line, patch and hunk, command line) and how to go
-//! on; [`Error::kind`] (and each subsystem error's `kind`) says what kind of failure it is, for
-//! callers that match on it.
-
-use std::path::PathBuf;
+//! The crate-wide [`Error`]: the public face over each subsystem's own error. Every subsystem
+//! returns its own type ([`ManifestError`], [`PrepareError`], [`CompileError`], [`AiterError`],
+//! each `#[non_exhaustive]` with a `kind()`); [`Error`] gathers them for callers that mix
+//! subsystems and want one type, through `From` (`?` converts). A subsystem error that carries
+//! another's (`qola build` preparing the tree) becomes that other one here, so a refusal is
+//! always [`Error::Prepare`]. Each message says what failed, where and how to go on.
 
 pub use crate::aiter::AiterError;
+pub use crate::build_script::EnvError;
+pub use crate::cache::NoCacheDir;
+pub use crate::common::io::IoError;
+pub use crate::common::kind::ErrorKind;
 pub use crate::compile::CompileError;
 pub use crate::manifest::ManifestError;
 pub use crate::prepare::PrepareError;
 
-/// Everything that can stop qola: a subsystem's error, or one any of them can meet.
+/// Everything that can stop qola: a subsystem's error, or one the public functions meet.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Reading the manifest.
     #[error(transparent)]
-    Manifest(#[from] ManifestError),
+    Manifest(ManifestError),
 
     /// Preparing the checkout.
     #[error(transparent)]
-    Prepare(#[from] PrepareError),
+    Prepare(PrepareError),
 
     /// Compiling and linking.
     #[error(transparent)]
-    Compile(#[from] CompileError),
+    Compile(CompileError),
 
     /// AITER's modules.
     #[error(transparent)]
-    Aiter(#[from] AiterError),
+    Aiter(AiterError),
 
     /// An environment variable has a value qola cannot use.
-    #[error(
-        "environment variable {name}={value:?} is not valid: expected {expected}; unset it or fix its value"
-    )]
-    InvalidEnv {
-        /// The variable.
-        name: String,
-        /// Its value.
-        value: String,
-        /// What was expected.
-        expected: String,
-    },
+    #[error(transparent)]
+    Env(#[from] EnvError),
 
     /// No directory for qola's cache could be found.
-    #[error(
-        "cannot find a cache directory for the managed AITER checkout: set QOLA_AITER_ROOT (the checkout) or QOLA_CACHE_DIR (qola's cache), or HOME"
-    )]
-    NoCacheDir,
-
-    /// A file-system operation failed.
-    #[error("cannot {what} {}: {source}", path.display())]
-    Io {
-        /// What was attempted.
-        what: String,
-        /// The path concerned.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-}
-
-/// What kind of failure an [`Error`] is, for callers that match on it (the variants of
-/// [`Error`] carry the details and may grow).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The manifest, an environment variable or the options given: fix the input.
-    Input,
-    /// The git command, the network or a commit that cannot be had.
-    Fetch,
-    /// The checkout is not usable as one (not a repository, a broken submodule, not prepared).
-    Checkout,
-    /// A patch of the series: unreadable, malformed, unsafe or not applying.
-    Patch,
-    /// Local edits: the preparation was refused (the error carries the report).
-    Refused,
-    /// The prepared tree did not verify after writing.
-    Verify,
-    /// The file system or libgit2.
-    Io,
-    /// The HIP compiler: missing, unusable, too old, or an architecture it rejects.
-    Toolchain,
-    /// A compile or the link step failed.
-    Compile,
-    /// An AITER recipe or its code generation.
-    Aiter,
+    #[error(transparent)]
+    Cache(#[from] NoCacheDir),
 }
 
 impl Error {
@@ -97,36 +51,51 @@ impl Error {
             Error::Prepare(e) => e.kind(),
             Error::Compile(e) => e.kind(),
             Error::Aiter(e) => e.kind(),
-            Error::InvalidEnv { .. } | Error::NoCacheDir => ErrorKind::Input,
-            Error::Io { .. } => ErrorKind::Io,
+            Error::Env(e) => e.kind(),
+            Error::Cache(e) => e.kind(),
         }
     }
 
     /// The report of a preparation refused for local edits, when this error is that refusal.
-    pub fn refused(&self) -> Option<&crate::Preparation> {
+    pub fn refused(&self) -> Option<&crate::prepare::Preparation> {
         match self {
-            Error::Prepare(PrepareError::Refused(report)) => Some(report),
+            Error::Prepare(e) => e.refused(),
             _ => None,
+        }
+    }
+}
+
+impl From<ManifestError> for Error {
+    fn from(e: ManifestError) -> Error {
+        Error::Manifest(e)
+    }
+}
+
+impl From<PrepareError> for Error {
+    fn from(e: PrepareError) -> Error {
+        match e {
+            PrepareError::Manifest(e) => Error::Manifest(e),
+            e => Error::Prepare(e),
+        }
+    }
+}
+
+impl From<CompileError> for Error {
+    fn from(e: CompileError) -> Error {
+        Error::Compile(e)
+    }
+}
+
+impl From<AiterError> for Error {
+    fn from(e: AiterError) -> Error {
+        match e {
+            AiterError::Prepare(e) => e.into(),
+            AiterError::Compile(e) => e.into(),
+            AiterError::Manifest(e) => e.into(),
+            e => Error::Aiter(e),
         }
     }
 }
 
 /// `Result` with qola's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Shorthand for an [`Error::Io`] with a path.
-pub(crate) fn io_error(
-    what: &str,
-    path: impl Into<PathBuf>,
-) -> impl FnOnce(std::io::Error) -> Error {
-    let what = what.to_string();
-    let path = path.into();
-    move |source| Error::Io { what, path, source }
-}
-
-/// Shorthand for a [`PrepareError::Git`] with a path.
-pub(crate) fn git_error(what: &str, path: impl Into<PathBuf>) -> impl FnOnce(git2::Error) -> Error {
-    let what = what.to_string();
-    let path = path.into();
-    move |source| PrepareError::Git { what, path, source }.into()
-}

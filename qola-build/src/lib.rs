@@ -98,38 +98,48 @@
 
 pub mod aiter;
 mod build_script;
+mod cache;
+mod common;
 mod compile;
 mod error;
 pub mod manifest;
 mod prepare;
-mod util;
 
 pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuild};
-pub use compile::{CompilePlan, CompileReport, HipBuild, LauncherHits, PlannedUnit, UnitReport};
+pub use compile::toolchain::HipToolchain;
+pub use compile::{
+    CompilePlan, CompileReport, FarmReport, HipBuild, LauncherHits, PlannedUnit, UnitReport,
+};
+pub use error::{
+    AiterError, CompileError, EnvError, Error, ErrorKind, IoError, ManifestError, NoCacheDir,
+    PrepareError, Result,
+};
+pub use manifest::Manifest;
+pub use prepare::{
+    Action, DEFAULT_AITER_URL, Preparation, Prepare, Reason, ReasonKind, prepare_aiter,
+};
 
 /// The GPU architectures to compile for, as [`HipBuild`] resolves them (`QOLA_GPU_ARCHS`,
 /// then `manifest_archs`, then `GPU_ARCHS`, then this machine's GPUs), from a build script.
 pub fn gpu_archs(manifest_archs: &[String]) -> Result<Vec<String>> {
     let directives = build_script::Directives::new(true);
-    compile::archs::resolve(&build_script::Env::new(&directives), &[], manifest_archs)
+    Ok(compile::archs::resolve(
+        &build_script::Env::new(&directives),
+        &[],
+        manifest_archs,
+    )?)
 }
 
 /// qola's cache directory (`QOLA_CACHE_DIR`, `$XDG_CACHE_HOME/qola`, `$HOME/.cache/qola`), from
 /// a build script.
 pub fn cache_dir() -> Result<std::path::PathBuf> {
     let directives = build_script::Directives::new(true);
-    prepare::settings::cache_dir(&build_script::Env::new(&directives)).ok_or(Error::NoCacheDir)
+    Ok(cache::dir(&build_script::Env::new(&directives))?)
 }
 
 /// Reads an environment variable from a build script the way qola does: Cargo is told to rerun
 /// the script when it changes (`cargo:rerun-if-env-changed`); unset and empty are both `None`.
 pub fn build_script_env(name: &str) -> Result<Option<String>> {
     let directives = build_script::Directives::new(true);
-    build_script::Env::new(&directives).var(name)
+    Ok(build_script::Env::new(&directives).var(name)?)
 }
-pub use compile::toolchain::HipToolchain;
-pub use error::{AiterError, CompileError, Error, ErrorKind, ManifestError, PrepareError, Result};
-pub use manifest::Manifest;
-pub use prepare::prepare_aiter;
-pub use prepare::report::{Action, Preparation, Reason, ReasonKind};
-pub use prepare::settings::{DEFAULT_AITER_URL, Prepare};

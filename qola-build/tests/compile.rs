@@ -342,12 +342,12 @@ with_both_compilers! {
     fn a_failed_compile_shows_the_command_and_stderr_and_writes_repro_sh(s: Setup) {
         s.break_c();
         let e = s.build().try_compile("demo").unwrap_err();
-        let qola_build::Error::Compile(qola_build::CompileError::Compile {
+        let qola_build::CompileError::Compile {
             command,
             stderr,
             repro,
             ..
-        }) = &e
+        } = &e
         else {
             panic!("{e}")
         };
@@ -417,7 +417,7 @@ with_both_compilers! {
         build.flag("-fbogus-qola-flag");
         let e = build.try_compile("demo").unwrap_err();
         assert!(
-            matches!(e, qola_build::Error::Compile(qola_build::CompileError::RejectedFlags { .. })),
+            matches!(e, qola_build::CompileError::RejectedFlags { .. }),
             "{e}"
         );
         let message = e.to_string();
@@ -435,7 +435,7 @@ with_both_compilers! {
         build.arch("gfx1");
         let e = build.try_compile("demo").unwrap_err();
         assert!(
-            matches!(e, qola_build::Error::Compile(qola_build::CompileError::UnsupportedArch { .. })),
+            matches!(e, qola_build::CompileError::UnsupportedArch { .. }),
             "{e}"
         );
         let message = e.to_string();

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use qola_build::{Action, Error, PrepareError, ReasonKind};
+use qola_build::{Action, PrepareError, ReasonKind};
 
 /// The files under `dir` (relative), `.git` excluded.
 fn files(dir: &Path) -> Vec<String> {
@@ -32,7 +32,7 @@ fn files(dir: &Path) -> Vec<String> {
     out
 }
 
-fn prepare_err(s: &Setup) -> Error {
+fn prepare_err(s: &Setup) -> PrepareError {
     match s.options().try_prepare() {
         Ok(p) => panic!("expected an error, got {p}"),
         Err(e) => e,
@@ -72,10 +72,7 @@ fn a_patch_writing_through_a_symlink_it_creates_writes_nothing_anywhere() {
     );
     let before = mtimes(&s.root);
     let e = prepare_err(&s);
-    assert!(
-        matches!(e, Error::Prepare(PrepareError::UnsafePatchPath { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, PrepareError::UnsafePatchPath { .. }), "{e}");
     assert!(e.to_string().contains("0004-evil.patch"), "{e}");
     assert!(files(&victim).is_empty(), "{:?}", files(&victim));
     assert_nothing_written(&before, &s.root);
@@ -274,7 +271,7 @@ fn an_edit_of_a_file_whose_name_is_not_utf8_is_seen() {
     options().try_prepare().unwrap();
     std::fs::write(s.root.join(name), "edited\n").unwrap();
     let p = match options().try_prepare() {
-        Err(Error::Prepare(PrepareError::Refused(p))) => *p,
+        Err(PrepareError::Refused(p)) => *p,
         other => panic!("expected a refusal: {other:?}"),
     };
     assert_eq!(p.edited_paths.len(), 1, "{p}");

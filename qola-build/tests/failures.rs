@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use qola_build::{Error, ErrorKind, PrepareError};
+use qola_build::{ErrorKind, PrepareError};
 
 /// The entries of `dir`, recursively, relative to it; the lock files left out.
 fn listing(dir: &Path) -> Vec<String> {
@@ -58,10 +58,7 @@ fn a_root_that_is_a_file_is_named_as_such_and_nothing_is_left() {
     write(work, "aiter", "a file, not a checkout\n");
     let before = listing(work);
     let e = s.options().try_prepare().unwrap_err();
-    assert!(
-        matches!(e, Error::Prepare(PrepareError::NotACheckout { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, PrepareError::NotACheckout { .. }), "{e}");
     assert!(e.to_string().contains("is a file"), "{e}");
     assert_eq!(listing(work), before);
 }

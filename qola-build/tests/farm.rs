@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use qola_build::{CompileReport, Error, HipBuild};
+use qola_build::{CompileError, CompileReport, HipBuild};
 use qola_tests::{LoopbackFarm, hipcc_available, tool};
 
 fn kernels() -> (Vec<PathBuf>, PathBuf) {
@@ -129,7 +129,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
     .try_compile("broken")
     .expect_err("a compile error");
     let text = error.to_string();
-    assert!(matches!(error, Error::Compile(_)), "{text}");
+    assert!(matches!(error, CompileError::Compile { .. }), "{text}");
     assert!(
         text.contains("undeclared_thing") && text.contains("repro.sh"),
         "{text}"

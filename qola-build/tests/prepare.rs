@@ -204,10 +204,7 @@ fn skip_uses_the_tree_as_it_is_and_names_the_differences() {
 fn skip_without_a_checkout_is_an_error() {
     let s = setup();
     let e = s.options().skip(true).try_prepare().unwrap_err();
-    assert!(
-        matches!(e, Error::Prepare(PrepareError::SkipWithoutCheckout { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, PrepareError::SkipWithoutCheckout { .. }), "{e}");
 }
 
 #[test]
@@ -316,7 +313,7 @@ fn gitmodules_ignore_all_does_not_hide_submodule_edits() {
     s.write("3rdparty/composable_kernel/library/new.txt", "x\n");
     git(&s.ck(), &["add", "library/new.txt"]);
     let p = match s.options().commit(&commit).try_prepare() {
-        Err(Error::Prepare(PrepareError::Refused(p))) => p,
+        Err(PrepareError::Refused(p)) => p,
         other => panic!("expected a refusal: {other:?}"),
     };
     assert_eq!(
@@ -499,10 +496,7 @@ fn tree_escaping_patch_is_refused_with_the_tree_untouched() {
         "--- a/../../outside.txt\n+++ b/../../outside.txt\n@@ -0,0 +1 @@\n+owned\n",
     );
     let e = s.options().try_prepare().unwrap_err();
-    assert!(
-        matches!(e, Error::Prepare(PrepareError::UnsafePatchPath { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, PrepareError::UnsafePatchPath { .. }), "{e}");
     assert!(e.to_string().contains("0004-escape.patch"), "{e}");
     assert_nothing_written(&before, &s.root);
     assert!(!s.tmp.path().join("outside.txt").exists());
@@ -519,10 +513,7 @@ fn patch_through_a_symlink_in_the_work_tree_is_refused() {
         "diff --git a/linked/x.txt b/linked/x.txt\nnew file mode 100644\n--- /dev/null\n+++ b/linked/x.txt\n@@ -0,0 +1 @@\n+x\n",
     );
     let e = s.options().try_prepare().unwrap_err();
-    assert!(
-        matches!(e, Error::Prepare(PrepareError::UnsafePatchPath { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, PrepareError::UnsafePatchPath { .. }), "{e}");
     assert!(!s.tmp.path().join("elsewhere/x.txt").exists());
 }
 
@@ -539,13 +530,13 @@ fn failing_patch_names_patch_file_and_hunk_and_leaves_the_tree() {
     let before = mtimes(&s.root);
     let e = s.options().try_prepare().unwrap_err();
     let message = e.to_string();
-    let Error::Prepare(PrepareError::PatchFailed {
+    let PrepareError::PatchFailed {
         patch,
         file,
         hunk,
         upstream,
         ..
-    }) = &e
+    } = &e
     else {
         panic!("{e}")
     };
@@ -567,9 +558,9 @@ fn patch_already_applied_upstream_gets_the_drop_hint() {
         "upstream adds lse",
     );
     let e = s.options().commit(&upstreamed).try_prepare().unwrap_err();
-    let Error::Prepare(PrepareError::PatchFailed {
+    let PrepareError::PatchFailed {
         patch, upstream, ..
-    }) = &e
+    } = &e
     else {
         panic!("{e}")
     };
@@ -614,10 +605,7 @@ fn offline_with_a_missing_commit_is_an_error_unless_the_url_is_a_local_path() {
         .offline(true)
         .try_prepare()
         .unwrap_err();
-    assert!(
-        matches!(e, Error::Prepare(PrepareError::Offline { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, PrepareError::Offline { .. }), "{e}");
     assert!(e.to_string().contains("QOLA_OFFLINE"), "{e}");
     // Offline with everything present works.
     assert_action(
@@ -632,10 +620,7 @@ fn offline_with_a_missing_commit_is_an_error_unless_the_url_is_a_local_path() {
         .offline(true)
         .try_prepare()
         .unwrap_err();
-    assert!(
-        matches!(e, Error::Prepare(PrepareError::Offline { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, PrepareError::Offline { .. }), "{e}");
     assert!(!fresh.exists());
     // A local path needs no network: fetching and cloning from it work offline.
     let p = s
@@ -699,7 +684,7 @@ fn missing_manifest_file_is_an_error_naming_it() {
     let s = setup();
     let mut options = s.options();
     options.manifest(s.tmp.path().join("none.toml"));
-    let e = options.try_prepare().unwrap_err();
+    let e = Error::from(options.try_prepare().unwrap_err());
     assert!(
         matches!(e, Error::Manifest(ManifestError::Read { .. })),
         "{e}"
@@ -719,10 +704,7 @@ fn missing_commit_is_an_error_naming_the_ways_to_set_it() {
         .url(s.demo.aiter.to_string_lossy())
         .cargo_metadata(false);
     let e = options.try_prepare().unwrap_err();
-    assert!(
-        matches!(e, Error::Prepare(PrepareError::NoCommit { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, PrepareError::NoCommit { .. }), "{e}");
     for hint in ["aiter_commit", "QOLA_AITER_COMMIT", "--commit"] {
         assert!(e.to_string().contains(hint), "{e}");
     }

@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::error::{AiterError, Result, io_error};
-use crate::util::shell_quote;
-use crate::util::write_atomic;
+use crate::aiter::error::io_error;
+use crate::aiter::error::{AiterError, Result};
+use crate::common::io::write_atomic;
+use crate::common::text::shell_quote;
 
 use super::recipe::generator_argv;
 
@@ -129,8 +130,7 @@ pub(crate) fn run_generator(
                 .collect::<Vec<_>>()
                 .join(" "),
             stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        }
-        .into());
+        });
     }
     // Copy what changed into the stable directory; remove what is no longer produced.
     let produced = files_under(&tmp);

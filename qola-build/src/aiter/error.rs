@@ -3,12 +3,36 @@
 
 use std::path::PathBuf;
 
-use crate::error::ErrorKind;
+use crate::common::kind::ErrorKind;
 
 /// What can stop building an AITER module.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AiterError {
+    /// Preparing the AITER tree.
+    #[error(transparent)]
+    Prepare(#[from] crate::prepare::PrepareError),
+
+    /// Compiling and linking a module.
+    #[error(transparent)]
+    Compile(#[from] crate::compile::CompileError),
+
+    /// Reading the manifest.
+    #[error(transparent)]
+    Manifest(#[from] crate::manifest::ManifestError),
+
+    /// A file-system operation failed.
+    #[error(transparent)]
+    Io(#[from] crate::common::io::IoError),
+
+    /// An environment variable has a value qola cannot use.
+    #[error(transparent)]
+    Env(#[from] crate::build_script::EnvError),
+
+    /// No directory for qola's cache could be found.
+    #[error(transparent)]
+    Cache(#[from] crate::cache::NoCacheDir),
+
     /// An option or manifest setting that cannot be served as asked.
     #[error("{option}: {problem}")]
     InvalidOption {
@@ -77,6 +101,12 @@ impl AiterError {
                 ErrorKind::Toolchain
             }
             AiterError::AiterConfig { .. } | AiterError::Codegen { .. } => ErrorKind::Aiter,
+            AiterError::Prepare(e) => e.kind(),
+            AiterError::Compile(e) => e.kind(),
+            AiterError::Manifest(e) => e.kind(),
+            AiterError::Io(_) => ErrorKind::Io,
+            AiterError::Env(e) => e.kind(),
+            AiterError::Cache(e) => e.kind(),
         }
     }
 }
@@ -88,4 +118,16 @@ fn codegen_hint(stderr: &str) -> &'static str {
     } else {
         ""
     }
+}
+
+/// `Result` with an [`AiterError`].
+pub(crate) type Result<T, E = AiterError> = std::result::Result<T, E>;
+
+/// Shorthand for an [`AiterError::Io`] with a path: `.map_err(io_error("read", &path))?`.
+pub(crate) fn io_error(
+    what: &str,
+    path: impl Into<std::path::PathBuf>,
+) -> impl FnOnce(std::io::Error) -> AiterError {
+    let io = crate::common::io::io_error(what, path);
+    move |source| AiterError::Io(io(source))
 }

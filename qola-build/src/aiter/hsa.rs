@@ -9,8 +9,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Result, io_error};
-use crate::util::write_if_changed;
+use crate::aiter::error::Result;
+use crate::aiter::error::io_error;
+use crate::common::io::write_if_changed;
 
 /// What [`embed_hsa`] wrote.
 #[derive(Debug, Clone)]
@@ -29,7 +30,7 @@ pub struct EmbeddedHsa {
 fn code_objects(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if crate::util::is_absent(&e) => return Ok(()),
+        Err(e) if crate::common::io::is_absent(&e) => return Ok(()),
         Err(e) => return Err(io_error("read", dir)(e)),
     };
     for entry in entries {

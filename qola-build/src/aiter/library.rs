@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::registry;
 use super::{AiterModule, AiterModuleSpec, EmbeddedHsa, embed_hsa, prepare_module};
-use crate::error::Result;
-use crate::util::write_if_changed;
+use crate::aiter::error::Result;
+use crate::common::io::write_if_changed;
 
 /// The API the library offers.
 #[derive(Debug, Clone)]
@@ -46,8 +46,8 @@ pub struct AiterLibrary {
     /// Whether the library carries qola's API wrapper for this module.
     pub wrapped: bool,
     /// The build: sources, includes, flags, defines, architectures, exports, and for the C++
-    /// API the version script (call [`crate::HipBuild::shared`] for the file).
-    pub build: crate::HipBuild,
+    /// API the version script (call [`crate::compile::HipBuild::shared`] for the file).
+    pub build: crate::compile::HipBuild,
 }
 
 /// Assembles the library of `spec`'s module with `api` (see the module docs). Generated code,

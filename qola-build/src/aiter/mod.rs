@@ -24,13 +24,13 @@
 //!
 //! # Compiling
 //!
-//! [`AiterModule::hip_build`] gives a [`crate::HipBuild`] of the module's units with these flags
+//! [`AiterModule::hip_build`] gives a [`crate::compile::HipBuild`] of the module's units with these flags
 //! and includes, at most as many compiles at once as the available memory holds at each unit's
 //! measured peak, [`CK_UNIT_MEMORY`] before the first measurement (a CK instance peaks at
 //! 0.8–1.2 GB), on top of Cargo's jobserver.
 
 mod codegen;
-mod error;
+pub(crate) mod error;
 mod hsa;
 mod library;
 mod output;
@@ -48,9 +48,9 @@ pub use output::{BuildOutcome, BuildRecord, ModulePlan, ModuleRecord, OutputBuil
 pub use plan::GeneratorPlan;
 pub use recipe::{AiterPaths, ModuleRecipe};
 
+use crate::aiter::error::Result;
 use crate::build_script::Env;
 use crate::compile::toolchain::HipToolchain;
-use crate::error::Result;
 use crate::manifest::Module;
 
 /// The oldest HIP whose clang compiles composable_kernel's tile code.
@@ -81,8 +81,7 @@ pub fn check_ck_toolchain(toolchain: &HipToolchain) -> Result<()> {
                 format!("{a}.{b}")
             }),
             compiler: toolchain.path.clone(),
-        }
-        .into()),
+        }),
     }
 }
 
@@ -169,9 +168,9 @@ pub struct AiterModule {
 }
 
 impl AiterModule {
-    /// A [`crate::HipBuild`] of this module's sources with AITER's includes and flags.
-    pub fn hip_build(&self) -> crate::HipBuild {
-        let mut build = crate::HipBuild::new();
+    /// A [`crate::compile::HipBuild`] of this module's sources with AITER's includes and flags.
+    pub fn hip_build(&self) -> crate::compile::HipBuild {
+        let mut build = crate::compile::HipBuild::new();
         build
             .compiler(&self.toolchain.path)
             .files(&self.sources)
@@ -212,7 +211,7 @@ pub struct AiterModuleSpec<'a> {
     /// `-d bwd` generators when `ck_filter` is not given. The backward's filter narrows CK's
     /// instances only, not AITER's pre/post kernels, so the library stays link-complete.
     pub variants: &'a crate::manifest::VariantFilters,
-    /// The HIP compiler (default: found as [`crate::HipBuild`] finds it).
+    /// The HIP compiler (default: found as [`crate::compile::HipBuild`] finds it).
     pub compiler: Option<&'a Path>,
     /// Print Cargo directives (inside a build script).
     pub cargo_metadata: bool,

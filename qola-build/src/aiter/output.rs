@@ -25,13 +25,15 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::{AiterModuleSpec, Api, library};
+use crate::aiter::error::io_error;
+use crate::aiter::error::{AiterError, Result};
 use crate::build_script::{Directives, Env};
+use crate::common::io::write_if_changed;
 use crate::compile::CompilePlan;
 use crate::compile::toolchain::HipToolchain;
-use crate::error::{AiterError, Error, ManifestError, Result, io_error};
+use crate::manifest::ManifestError;
 use crate::manifest::{BuildMode, Manifest, Module};
 use crate::prepare::settings::Prepare;
-use crate::util::write_if_changed;
 
 /// A `qola build` (see the module docs).
 #[derive(Debug, Clone)]
@@ -215,7 +217,7 @@ impl OutputBuild {
         }
         let archs =
             crate::compile::archs::resolve(env, &self.archs, &manifest.build.architectures)?;
-        let cache = settings.cache.clone().ok_or(Error::NoCacheDir)?;
+        let cache = settings.cache.clone().ok_or(crate::cache::NoCacheDir)?;
         let namespace = manifest.namespace().map(String::from);
         let variants = manifest.variant_filters()?;
         Ok(Context {
@@ -256,8 +258,7 @@ impl OutputBuild {
                         "no [[modules]] entry of {} has group = {group:?}",
                         ctx.manifest.path.display()
                     ),
-                }
-                .into());
+                });
             }
         }
         let mut selected = Vec::new();
@@ -296,7 +297,7 @@ impl OutputBuild {
         }
         match &self.ck_filter {
             Some(f) => Ok(Some(f.clone())),
-            None => env.var("QOLA_CK_FILTER"),
+            None => Ok(env.var("QOLA_CK_FILTER")?),
         }
     }
 
@@ -308,8 +309,7 @@ impl OutputBuild {
             return Err(AiterError::InvalidOption {
                 option: format!("module {} mode = \"pybind\"", s.module.name),
                 problem: "a pybind module is a Python extension linked against PyTorch, which qola does not build; use mode = \"cpp_itfs\"".to_string(),
-            }
-            .into());
+            });
         }
         let work = self.output_dir.join("_qola");
         let filter = self.ck_filter_of(env, s.module)?;
@@ -379,7 +379,7 @@ impl OutputBuild {
         }
         let failed = modules.iter().filter(|m| !m.success).count();
         let record = BuildRecord {
-            generated_at: crate::util::utc_timestamp(crate::util::unix_now()),
+            generated_at: crate::common::time::utc_timestamp(crate::common::time::unix_now()),
             aiter_root: ctx.root.clone(),
             manifest_src: ctx.manifest.path.clone(),
             gpu_archs: ctx.archs.join(";"),
@@ -477,8 +477,7 @@ fn check_rocm_versions(manifest: &Manifest, toolchain: &HipToolchain) -> Result<
             format!("{a}.{b}.{c}")
         }),
         compiler: toolchain.path.clone(),
-    }
-    .into())
+    })
 }
 
 /// Copies AITER's tuning tables (`*.csv` and `model_configs/`) into `configs/`, each file only
@@ -522,5 +521,5 @@ fn write_record(path: &Path, record: &BuildRecord) -> Result<bool> {
     }
     let mut text = serde_json::to_string_pretty(record).expect("a record always serializes");
     text.push('\n');
-    write_if_changed(path, text.as_bytes())
+    Ok(write_if_changed(path, text.as_bytes())?)
 }

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::aiter::error::{AiterError, Result};
 use crate::build_script::Env;
-use crate::error::{AiterError, Error, Result};
 
 /// Where the AITER tree's parts are, as AITER's `core.py` names them.
 #[derive(Debug, Clone)]
@@ -78,14 +78,13 @@ struct Evaluator<'a> {
 }
 
 impl Evaluator<'_> {
-    fn fail(&self, expr: &str, why: &str) -> Error {
+    fn fail(&self, expr: &str, why: &str) -> AiterError {
         AiterError::AiterConfig {
             module: self.module.to_string(),
             field: self.field.to_string(),
             expression: expr.to_string(),
             why: why.to_string(),
         }
-        .into()
     }
 
     fn eval(&self, expr: &str) -> Result<Eval> {
@@ -279,7 +278,8 @@ pub(crate) fn load(
     env: &Env,
 ) -> Result<ModuleRecipe> {
     let file = paths.root.join("aiter/jit/optCompilerConfig.json");
-    let text = std::fs::read_to_string(&file).map_err(crate::error::io_error("read", &file))?;
+    let text =
+        std::fs::read_to_string(&file).map_err(crate::aiter::error::io_error("read", &file))?;
     let all: BTreeMap<String, Value> =
         serde_json::from_str(&text).map_err(|e| AiterError::AiterConfig {
             module: module.to_string(),

@@ -259,7 +259,7 @@ fn main() -> ExitCode {
             eprintln!("qola {}: {e}", cli.command);
             ExitCode::from(2)
         }
-        Err(e) => fail(&cli, &e),
+        Err(e) => fail(&cli, &Error::from(e)),
     }
 }
 
@@ -319,7 +319,7 @@ fn build(cli: &Cli) -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
-        Err(e) => fail(cli, &e),
+        Err(e) => fail(cli, &Error::from(e)),
     }
 }
 
@@ -342,7 +342,7 @@ fn plan(cli: &Cli) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(cli, &e),
+        Err(e) => fail(cli, &Error::from(e)),
     }
 }
 

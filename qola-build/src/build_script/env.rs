@@ -7,7 +7,28 @@
 use std::ffi::OsString;
 
 use crate::build_script::Directives;
-use crate::error::{Error, Result};
+use crate::common::kind::ErrorKind;
+
+/// An environment variable whose value qola cannot use.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "environment variable {name}={value:?} is not valid: expected {expected}; unset it or fix its value"
+)]
+pub struct EnvError {
+    /// The variable.
+    pub name: String,
+    /// Its value.
+    pub value: String,
+    /// What was expected.
+    pub expected: String,
+}
+
+impl EnvError {
+    /// An input error: fix the variable.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Input
+    }
+}
 
 /// Reads environment variables and tells Cargo about each one.
 #[derive(Debug)]
@@ -32,10 +53,10 @@ impl<'a> Env<'a> {
     }
 
     /// The variable as UTF-8; unset and empty are both `None`.
-    pub(crate) fn var(&self, name: &str) -> Result<Option<String>> {
+    pub(crate) fn var(&self, name: &str) -> Result<Option<String>, EnvError> {
         match self.var_os(name) {
             None => Ok(None),
-            Some(v) => v.into_string().map(Some).map_err(|v| Error::InvalidEnv {
+            Some(v) => v.into_string().map(Some).map_err(|v| EnvError {
                 name: name.to_string(),
                 value: v.to_string_lossy().into_owned(),
                 expected: "UTF-8 text".to_string(),
@@ -45,14 +66,14 @@ impl<'a> Env<'a> {
 
     /// A boolean switch: `1`, `true`, `yes`, `on` set it; `0`, `false`, `no`, `off` or unset
     /// clear it; anything else is an error.
-    pub(crate) fn flag(&self, name: &str) -> Result<bool> {
+    pub(crate) fn flag(&self, name: &str) -> Result<bool, EnvError> {
         let Some(value) = self.var(name)? else {
             return Ok(false);
         };
         match value.to_ascii_lowercase().as_str() {
             "1" | "true" | "yes" | "on" => Ok(true),
             "0" | "false" | "no" | "off" => Ok(false),
-            _ => Err(Error::InvalidEnv {
+            _ => Err(EnvError {
                 name: name.to_string(),
                 value,
                 expected: "1/true/yes/on or 0/false/no/off".to_string(),

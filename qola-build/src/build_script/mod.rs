@@ -6,3 +6,4 @@ mod env;
 
 pub(crate) use directives::Directives;
 pub(crate) use env::Env;
+pub use env::EnvError;

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::build_script::Env;
+use crate::compile::error::{CompileError, Result};
 use crate::compile::probe::{ProbeAnswer, probe};
 use crate::compile::toolchain::HipToolchain;
-use crate::error::{CompileError, Result};
 
 fn split(list: &str) -> Vec<String> {
     list.split([';', ','])
@@ -78,7 +78,7 @@ fn native() -> Result<Vec<String>> {
         from_enumerator
     };
     if found.is_empty() {
-        return Err(CompileError::NoGpuArch.into());
+        return Err(CompileError::NoGpuArch);
     }
     Ok(found)
 }
@@ -114,16 +114,14 @@ pub(crate) fn validate(
                 compiler: toolchain.path.clone(),
                 version: toolchain.version(),
                 stderr,
-            }
-            .into());
+            });
         }
         return Err(CompileError::UnsupportedArch {
             arch: arch.clone(),
             compiler: toolchain.path.clone(),
             version: toolchain.version(),
             stderr,
-        }
-        .into());
+        });
     }
     Ok(())
 }

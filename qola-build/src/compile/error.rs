@@ -2,12 +2,24 @@
 
 use std::path::PathBuf;
 
-use crate::error::ErrorKind;
+use crate::common::kind::ErrorKind;
 
 /// What can stop a HIP build.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompileError {
+    /// A file-system operation failed.
+    #[error(transparent)]
+    Io(#[from] crate::common::io::IoError),
+
+    /// An environment variable has a value qola cannot use.
+    #[error(transparent)]
+    Env(#[from] crate::build_script::EnvError),
+
+    /// No directory for qola's cache could be found.
+    #[error(transparent)]
+    Cache(#[from] crate::cache::NoCacheDir),
+
     /// No HIP compiler was found.
     #[error("no HIP compiler found (looked at: {}): set HIPCC to hipcc or to a clang++/amdclang++ with HIP support, or ROCM_PATH/HIP_PATH to a ROCm install; on Debian: `apt-get install hipcc libamdhip64-dev rocm-device-libs`, elsewhere install ROCm (https://rocm.docs.amd.com)", looked.join(", "))]
     NoHipCompiler {
@@ -104,6 +116,21 @@ impl CompileError {
             | CompileError::Farm { .. } => ErrorKind::Toolchain,
             CompileError::NoOutDir => ErrorKind::Input,
             CompileError::Compile { .. } | CompileError::Link { .. } => ErrorKind::Compile,
+            CompileError::Io(_) => ErrorKind::Io,
+            CompileError::Env(e) => e.kind(),
+            CompileError::Cache(e) => e.kind(),
         }
     }
+}
+
+/// `Result` with a [`CompileError`].
+pub(crate) type Result<T, E = CompileError> = std::result::Result<T, E>;
+
+/// Shorthand for an [`CompileError::Io`] with a path: `.map_err(io_error("read", &path))?`.
+pub(crate) fn io_error(
+    what: &str,
+    path: impl Into<std::path::PathBuf>,
+) -> impl FnOnce(std::io::Error) -> CompileError {
+    let io = crate::common::io::io_error(what, path);
+    move |source| CompileError::Io(io(source))
 }

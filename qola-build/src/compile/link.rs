@@ -12,10 +12,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::io::write_atomic;
+use crate::common::text::shell_quote;
+use crate::compile::error::io_error;
+use crate::compile::error::{CompileError, Result};
 use crate::compile::toolchain::HipToolchain;
-use crate::error::{CompileError, Result, io_error};
-use crate::util::shell_quote;
-use crate::util::write_atomic;
 
 /// Runs a link tool, turning a failure into [`CompileError::Link`].
 fn run(program: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
@@ -37,21 +38,16 @@ fn run(program: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
     Err(CompileError::Link {
         command: shown,
         stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-    }
-    .into())
+    })
 }
 
 fn tool(names: &[&str]) -> Result<PathBuf> {
     names
         .iter()
         .find_map(|n| which::which(n).ok())
-        .ok_or_else(|| {
-            CompileError::Link {
-                command: names.join(" or "),
-                stderr: "not found on PATH; install binutils (`apt-get install binutils`)"
-                    .to_string(),
-            }
-            .into()
+        .ok_or_else(|| CompileError::Link {
+            command: names.join(" or "),
+            stderr: "not found on PATH; install binutils (`apt-get install binutils`)".to_string(),
         })
 }
 

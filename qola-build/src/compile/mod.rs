@@ -23,7 +23,7 @@
 
 pub(crate) mod archs;
 mod depfile;
-mod error;
+pub(crate) mod error;
 mod farm;
 mod jobs;
 mod launcher;
@@ -39,11 +39,11 @@ use std::time::{Duration, Instant};
 
 use crate::build_script::Directives;
 use crate::build_script::Env;
+use crate::common::io::write_atomic;
+use crate::common::text::shell_quote;
+use crate::compile::error::Result;
+use crate::compile::error::io_error;
 use crate::compile::toolchain::HipToolchain;
-use crate::error::{Error, Result, io_error};
-use crate::prepare::settings::cache_dir;
-use crate::util::shell_quote;
-use crate::util::write_atomic;
 pub use error::CompileError;
 pub use farm::FarmReport;
 pub use launcher::LauncherHits;
@@ -343,7 +343,7 @@ impl HipBuild {
         let out_dir = full_path(&out_dir)?;
         let cache = match &self.cache_dir {
             Some(dir) => dir.clone(),
-            None => cache_dir(env).ok_or(Error::NoCacheDir)?,
+            None => crate::cache::dir(env)?,
         };
         let toolchain = match &self.compiler {
             Some(path) => HipToolchain::identify(path)?,
@@ -383,11 +383,14 @@ impl HipBuild {
         };
         let env_memory = match env.var("QOLA_JOB_MEMORY_MB")? {
             Some(mb) => Some(
-                mb.trim().parse::<u64>().map_err(|_| Error::InvalidEnv {
-                    name: "QOLA_JOB_MEMORY_MB".to_string(),
-                    value: mb.clone(),
-                    expected: "a whole number of megabytes, e.g. 1024".to_string(),
-                })? << 20,
+                mb.trim()
+                    .parse::<u64>()
+                    .map_err(|_| crate::build_script::EnvError {
+                        name: "QOLA_JOB_MEMORY_MB".to_string(),
+                        value: mb.clone(),
+                        expected: "a whole number of megabytes, e.g. 1024".to_string(),
+                    })?
+                    << 20,
             ),
             None => None,
         };
@@ -434,7 +437,7 @@ impl HipBuild {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let mut r = self.resolve(&env)?;
-        let mut objects = ObjectCache::new(r.cache.join("hip"));
+        let mut objects = ObjectCache::new(r.cache.join(crate::cache::OBJECTS));
         let mut units: Vec<PlannedUnit> = Vec::new();
         let any_to_compile = self.files.iter().any(|file| {
             full_path(file).is_ok_and(|source| {
@@ -504,7 +507,7 @@ impl HipBuild {
             resolved.cache.clone(),
             resolved.args.clone(),
         );
-        let mut objects = ObjectCache::new(cache.join("hip"));
+        let mut objects = ObjectCache::new(cache.join(crate::cache::OBJECTS));
         let mut units = Vec::new();
         let mut jobs_to_run = Vec::new();
         let mut scratch = Vec::new();
@@ -629,8 +632,7 @@ impl HipBuild {
                 status: code,
                 stderr: stderr.trim().to_string(),
                 repro,
-            }
-            .into());
+            });
         }
         for outcome in &outcomes {
             let (_, id, object, depfile) = scratch

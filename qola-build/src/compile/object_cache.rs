@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, io_error};
-use crate::util::write_atomic;
+use crate::common::io::write_atomic;
+use crate::compile::error::Result;
+use crate::compile::error::io_error;
 
 /// What the cache remembers about a unit between builds.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -6,8 +6,9 @@ use std::path::Path;
 use std::process::Command;
 
 use super::toolchain::HipToolchain;
-use crate::error::{CompileError, Result, io_error};
-use crate::util::write_atomic;
+use crate::common::io::write_atomic;
+use crate::compile::error::io_error;
+use crate::compile::error::{CompileError, Result};
 
 /// What the compiler said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +30,7 @@ pub(crate) fn probe(
 ) -> Result<ProbeAnswer> {
     let key =
         blake3::hash(format!("{}\0{}", toolchain.identity, command.join("\0")).as_bytes()).to_hex();
-    let record = cache.map(|c| c.join("probes").join(&key[..24]));
+    let record = cache.map(|c| c.join(crate::cache::PROBES).join(&key[..24]));
     if let Some(known) = record
         .as_ref()
         .and_then(|r| std::fs::read_to_string(r).ok())

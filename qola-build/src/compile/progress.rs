@@ -13,8 +13,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::jobs::{Job, Outcome};
-use crate::error::{Result, io_error};
-use crate::util::shell_quote;
+use crate::common::text::shell_quote;
+use crate::compile::error::Result;
+use crate::compile::error::io_error;
 
 /// Where progress is shown besides the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

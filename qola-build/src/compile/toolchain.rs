@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::error::{CompileError, Result};
+use crate::compile::error::{CompileError, Result};
 
 /// Where a ROCm install keeps hipcc by default.
 const OPT_ROCM_HIPCC: &str = "/opt/rocm/bin/hipcc";
@@ -47,7 +47,7 @@ impl HipToolchain {
                 return HipToolchain::identify(&path);
             }
             looked.push(format!("HIPCC={}", given.display()));
-            return Err(CompileError::NoHipCompiler { looked }.into());
+            return Err(CompileError::NoHipCompiler { looked });
         }
         for var in ["ROCM_PATH", "HIP_PATH"] {
             if let Some(dir) = env.var_os(var) {
@@ -66,7 +66,7 @@ impl HipToolchain {
             return HipToolchain::identify(Path::new(OPT_ROCM_HIPCC));
         }
         looked.push(OPT_ROCM_HIPCC.to_string());
-        Err(CompileError::NoHipCompiler { looked }.into())
+        Err(CompileError::NoHipCompiler { looked })
     }
 
     /// The compiler at `path`, identified by running `--version`.
@@ -98,8 +98,7 @@ impl HipToolchain {
                     path.display(),
                     String::from_utf8_lossy(&output.stderr).trim()
                 ),
-            }
-            .into());
+            });
         }
         let line_with = |needle: &str| {
             text.lines()

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::error::ErrorKind;
+use crate::common::kind::ErrorKind;
 
 /// A manifest that cannot be read or is not valid.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +28,15 @@ pub enum ManifestError {
         problems: Vec<crate::manifest::Problem>,
     },
 
+    /// `[[mha_fwd_variants]]` or `[[mha_bwd_variants]]` cannot be turned into CK filters.
+    #[error("manifest {}: {problem}", path.display())]
+    Variants {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong, and the way out.
+        problem: String,
+    },
+
     /// `qola build` needs a manifest and none was given.
     #[error(
         "no manifest: `qola build` builds the [[modules]] of a manifest; pass --manifest FILE (or set QOLA_MANIFEST)"
@@ -39,9 +48,10 @@ impl ManifestError {
     /// The kind of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            ManifestError::Read { .. } | ManifestError::Invalid { .. } | ManifestError::Missing => {
-                ErrorKind::Input
-            }
+            ManifestError::Read { .. }
+            | ManifestError::Invalid { .. }
+            | ManifestError::Variants { .. }
+            | ManifestError::Missing => ErrorKind::Input,
         }
     }
 }

@@ -42,7 +42,6 @@ pub mod variants;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::error::{AiterError, Result};
 pub use error::ManifestError;
 pub use variants::{Variant, VariantFilters};
 
@@ -155,7 +154,7 @@ impl std::fmt::Display for Problem {
 
 impl Manifest {
     /// Reads and checks a manifest file; `patches_dir` becomes absolute (relative to the file).
-    pub fn from_path(path: &Path) -> Result<Manifest> {
+    pub fn from_path(path: &Path) -> Result<Manifest, ManifestError> {
         let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
             path: path.to_path_buf(),
             source,
@@ -169,24 +168,20 @@ impl Manifest {
     }
 
     /// Parses manifest text; `path` is used in error messages only.
-    pub fn from_str_at(text: &str, path: &Path) -> Result<Manifest> {
-        read::read(text).map_err(|problems| {
-            ManifestError::Invalid {
-                path: path.to_path_buf(),
-                problems,
-            }
-            .into()
+    pub fn from_str_at(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        read::read(text).map_err(|problems| ManifestError::Invalid {
+            path: path.to_path_buf(),
+            problems,
         })
     }
 
     /// The CK filters of `[[mha_fwd_variants]]` and `[[mha_bwd_variants]]`.
-    pub fn variant_filters(&self) -> Result<VariantFilters> {
+    pub fn variant_filters(&self) -> Result<VariantFilters, ManifestError> {
         variants::filters(&self.mha_fwd_variants, &self.mha_bwd_variants).map_err(|problem| {
-            AiterError::InvalidOption {
-                option: format!("manifest {}", self.path.display()),
+            ManifestError::Variants {
+                path: self.path.clone(),
                 problem,
             }
-            .into()
         })
     }
 

@@ -1,14 +1,12 @@
 use super::*;
-use crate::error::Error;
-use crate::error::ManifestError;
 
-fn parse(text: &str) -> Result<Manifest> {
+fn parse(text: &str) -> Result<Manifest, ManifestError> {
     Manifest::from_str_at(text, Path::new("qola.toml"))
 }
 
 fn problems(text: &str) -> Vec<Problem> {
     match parse(text) {
-        Err(Error::Manifest(ManifestError::Invalid { problems, .. })) => problems,
+        Err(ManifestError::Invalid { problems, .. }) => problems,
         other => panic!("expected manifest problems, got {other:?}"),
     }
 }
@@ -48,7 +46,7 @@ fn absent_hsa_subdirs_differ_from_an_empty_list() {
 #[test]
 fn unknown_key_names_file_line_and_key() {
     let e = parse("[qola]\naiter_commit = \"abc\"\n\n[build]\narchs = []\n").unwrap_err();
-    let Error::Manifest(ManifestError::Invalid { problems, .. }) = &e else {
+    let ManifestError::Invalid { problems, .. } = &e else {
         panic!("{e}")
     };
     assert_eq!(problems.len(), 1);

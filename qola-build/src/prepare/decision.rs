@@ -8,9 +8,9 @@
 //! recovers an interrupted one; the rest prepares, naming why, and adopts a tree that already is
 //! the prepared state.
 
+use crate::prepare::git::state::PathState;
 use crate::prepare::report::Action;
-use crate::prepare::state::PathState;
-use crate::prepare::why::Why;
+use crate::prepare::report::why::Why;
 
 /// How the checkout was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,7 +239,7 @@ mod tests {
     //! The decision table, row by row, on constructed facts (no git).
 
     use super::*;
-    use crate::prepare::state::Entry;
+    use crate::prepare::git::state::Entry;
 
     fn state(id: &str) -> PathState {
         Some(Entry {

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use git2::{DiffOptions, Patch};
 
+use crate::prepare::git::state::blob_id;
 use crate::prepare::patch::{FileContent, encode_literal};
-use crate::prepare::state::blob_id;
 
 /// One path's change: content before and after (`None`: absent).
 pub(crate) struct Change {
@@ -24,7 +24,7 @@ const NULL_ID: &str = "0000000000000000000000000000000000000000";
 
 /// Git's quoting of a path in a patch header, when it needs any.
 fn quote(prefix: &str, path: &str) -> String {
-    let raw = crate::prepare::tree_path::bytes(path);
+    let raw = crate::common::tree_path::bytes(path);
     let needs = raw
         .iter()
         .any(|b| !(0x20..0x7f).contains(b) || *b == b'"' || *b == b'\\');
@@ -166,7 +166,7 @@ fn write_hunks(out: &mut Vec<u8>, old: &[u8], new: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prepare::checkout::Pristine;
+    use crate::prepare::git::pinned::Pristine;
     use crate::prepare::patch::{
         MODE_EXEC, MODE_FILE, PatchFile, PristineTree, Series, apply_series,
     };
@@ -174,7 +174,7 @@ mod tests {
 
     struct Tree(BTreeMap<String, FileContent>);
     impl PristineTree for Tree {
-        fn read(&self, path: &str) -> crate::Result<Pristine> {
+        fn read(&self, path: &str) -> crate::prepare::report::error::Result<Pristine> {
             Ok(self
                 .0
                 .get(path)

@@ -8,20 +8,21 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{PrepareError, Result};
+use crate::common::io::write_atomic;
+use crate::common::time::unix_now;
+use crate::common::tree_path::on_disk;
 use crate::prepare::decision::Plan;
 use crate::prepare::diff::{Change, render};
-use crate::prepare::fingerprint::scan;
+use crate::prepare::git::state::workdir_content;
 use crate::prepare::observe::{Context, Observed, PinnedTree};
 use crate::prepare::patch::{Series, parse_patch};
+use crate::prepare::record::fingerprint::scan;
+use crate::prepare::record::snapshot::Snapshot;
+use crate::prepare::record::stamp::Stamp;
+use crate::prepare::report::error::{PrepareError, Result};
+use crate::prepare::report::why::{LIST_LIMIT, name_some};
 use crate::prepare::report::{Action, Preparation, Reason, ReasonKind};
-use crate::prepare::snapshot::Snapshot;
-use crate::prepare::stamp::Stamp;
-use crate::prepare::state::workdir_content;
 use crate::prepare::sync::{Target, sync};
-use crate::prepare::tree_path::on_disk;
-use crate::prepare::why::{LIST_LIMIT, name_some};
-use crate::util::{unix_now, write_atomic};
 
 /// Writes the prepared state as `plan` says; `report` is the status's report, completed here.
 pub(crate) fn execute(
@@ -99,7 +100,7 @@ pub(crate) fn execute(
         .expect("a preparation knows the prepared fingerprint");
     verify(&tree, &pinned_heads, &expected_fingerprint, root)?;
     tree.qola_dir.write_stamp(&Stamp {
-        schema: crate::prepare::key::SCHEMA,
+        schema: crate::prepare::record::key::SCHEMA,
         key: observed.key,
         components: observed
             .components
@@ -231,8 +232,7 @@ fn verify(
     Err(PrepareError::Verify {
         root: root.to_path_buf(),
         paths: name_some(&differing, LIST_LIMIT),
-    }
-    .into())
+    })
 }
 
 /// qola's cache is an optimisation: a failure to use it is a warning, never a failed prepare.

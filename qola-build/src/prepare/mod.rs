@@ -26,50 +26,40 @@
 //! fingerprint scan (one libgit2 status per repository, in parallel) decide. Neither writes in
 //! the checkout: not the index, not the stamp.
 
-pub(crate) mod checkout;
 mod decision;
 mod diff;
-mod error;
 mod execute;
-mod fingerprint;
-pub(crate) mod git_cli;
-mod index_file;
-mod key;
-mod lock;
+pub(crate) mod git;
 mod observe;
 mod patch;
+pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod settings;
-mod snapshot;
-pub(crate) mod stamp;
-pub(crate) mod state;
 mod sync;
-mod tree_path;
-mod untracked;
-mod why;
 
-pub use error::PrepareError;
+pub use report::error::PrepareError;
+pub use report::{Action, Preparation, Reason, ReasonKind};
+pub use settings::{DEFAULT_AITER_URL, Prepare};
 
 use std::collections::BTreeSet;
 
 use crate::build_script::{Directives, Env};
-use crate::error::{Error, Result};
-use crate::prepare::checkout::{
-    Pinned, Pristine, clone_superproject, open_checkout, remove_partial_clones,
-};
+use crate::common::tree_path::{on_disk, shown};
 use crate::prepare::decision::{Decision, decide};
 use crate::prepare::diff::{Change, render};
 use crate::prepare::execute::{execute, keep_renewed_snapshot};
-use crate::prepare::fingerprint::scan;
-use crate::prepare::lock::lock_checkout;
+use crate::prepare::git::checkout::open_checkout;
+use crate::prepare::git::fetch::{clone_superproject, remove_partial_clones};
+use crate::prepare::git::lock::lock_checkout;
+use crate::prepare::git::pinned::{Pinned, Pristine};
+use crate::prepare::git::state::workdir_content;
 use crate::prepare::observe::{Context, Mode, Observed, observe, stamp_submodules};
 use crate::prepare::patch::PristineTree;
-use crate::prepare::report::{Action, Preparation, Reason, ReasonKind};
-use crate::prepare::settings::{Prepare, Settings};
-use crate::prepare::stamp::QolaDir;
-use crate::prepare::state::workdir_content;
-use crate::prepare::tree_path::{on_disk, shown};
-use crate::prepare::why::{LIST_LIMIT, Why, name_some};
+use crate::prepare::record::fingerprint::scan;
+use crate::prepare::record::stamp::QolaDir;
+use crate::prepare::report::error::Result;
+use crate::prepare::report::why::{LIST_LIMIT, Why, name_some};
+use crate::prepare::settings::Settings;
 
 impl PristineTree for Pinned {
     fn read(&self, path: &str) -> Result<Pristine> {
@@ -111,7 +101,14 @@ impl Prepare {
                 cloned: true,
             };
             let was_empty_dir = settings.root.is_dir();
-            let repo = clone_superproject(&ctx.network(), &settings.clone_url, &settings.root)?;
+            // The `preparing` marker travels with the rename: a run killed before the tree is written
+            // finds it and recovers, instead of taking the unwritten tree for local edits.
+            let repo = clone_superproject(
+                &ctx.network(),
+                &settings.clone_url,
+                &settings.root,
+                &|git_dir| QolaDir::new(git_dir).write_marker("clone"),
+            )?;
             // A first preparation that fails leaves no checkout: the clone is this run's own.
             let prepared = observe(&ctx, Some(repo)).and_then(|observed| {
                 let decision = decide(&observed.facts);
@@ -144,7 +141,7 @@ impl Prepare {
         }
         let observed = match observe(&ctx, None) {
             Ok(observed) => observed,
-            Err(Error::Prepare(PrepareError::FetchNeeded { what })) => {
+            Err(PrepareError::FetchNeeded { what }) => {
                 return Ok(Preparation {
                     action: Action::Resync,
                     reasons: vec![Why::FetchNeeded(what).reason()],
@@ -171,8 +168,7 @@ impl Prepare {
             return match observed.facts.checkout {
                 decision::Checkout::Missing => Err(PrepareError::NotPrepared {
                     root: settings.root.clone(),
-                }
-                .into()),
+                }),
                 _ => Ok(Vec::new()),
             };
         };
@@ -204,7 +200,7 @@ fn act(
             keep_renewed_snapshot(ctx, &mut observed, &mut report);
             Ok(report)
         }
-        Decision::Refuse { .. } => Err(PrepareError::Refused(Box::new(report)).into()),
+        Decision::Refuse { .. } => Err(PrepareError::Refused(Box::new(report))),
         Decision::Prepare(plan) => execute(ctx, observed, &plan, report),
         Decision::Clone => unreachable!("a checkout is there"),
     }
@@ -288,7 +284,7 @@ fn skip(ctx: &Context) -> Result<Preparation> {
     let (settings, directives) = (ctx.settings, ctx.directives);
     let root = &settings.root;
     let Some(repo) = open_checkout(root)? else {
-        return Err(PrepareError::SkipWithoutCheckout { root: root.clone() }.into());
+        return Err(PrepareError::SkipWithoutCheckout { root: root.clone() });
     };
     let stamp = QolaDir::new(repo.path()).read_stamp();
     let now = scan(root, false, &stamp_submodules(stamp.as_ref()))?;
@@ -346,7 +342,7 @@ mod tests {
     #[test]
     fn lock_file_is_outside_the_checkout() {
         let root = std::path::Path::new("/cache/checkouts/aiter-0123");
-        assert!(!crate::prepare::lock::lock_path(root).starts_with(root));
+        assert!(!crate::prepare::git::lock::lock_path(root).starts_with(root));
     }
 
     #[test]

@@ -11,18 +11,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::Repository;
 
 use crate::build_script::{Directives, Env};
-use crate::error::{PrepareError, Result};
-use crate::prepare::checkout::{Network, Pinned, Pristine, open_checkout, resolve_commit};
+use crate::common::tree_path::on_disk;
 use crate::prepare::decision::{Checkout, Facts, PathFacts, RepoFacts, StampFacts};
-use crate::prepare::fingerprint::{TreeScan, fingerprint_of, scan};
-use crate::prepare::key::KeyComponents;
+use crate::prepare::git::checkout::open_checkout;
+use crate::prepare::git::fetch::{Network, resolve_commit};
+use crate::prepare::git::pinned::{Pinned, Pristine};
+use crate::prepare::git::state::{Entry, PathState, workdir_entry};
+use crate::prepare::git::untracked::untracked;
 use crate::prepare::patch::{Applied, FileContent, Series, apply_series, load_series};
+use crate::prepare::record::fingerprint::{TreeScan, fingerprint_of, scan};
+use crate::prepare::record::key::KeyComponents;
+use crate::prepare::record::snapshot::Snapshot;
+use crate::prepare::record::stamp::{QolaDir, Stamp};
+use crate::prepare::report::error::{PrepareError, Result};
 use crate::prepare::settings::Settings;
-use crate::prepare::snapshot::Snapshot;
-use crate::prepare::stamp::{QolaDir, Stamp};
-use crate::prepare::state::{Entry, PathState, workdir_entry};
-use crate::prepare::tree_path::on_disk;
-use crate::prepare::untracked::untracked;
 
 /// What a run may do: `prepare` writes, `status` and `diff` only read.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -75,16 +77,16 @@ impl<'a> Context<'a> {
 
     /// The commit spec, which every run but a skip needs.
     pub(crate) fn spec(&self) -> Result<&str> {
-        self.settings.commit.as_deref().ok_or_else(|| {
-            PrepareError::NoCommit {
+        self.settings
+            .commit
+            .as_deref()
+            .ok_or_else(|| PrepareError::NoCommit {
                 manifest: self
                     .settings
                     .manifest_path
                     .as_ref()
                     .map_or("none found".to_string(), |p| p.display().to_string()),
-            }
-            .into()
-        })
+            })
     }
 
     /// How this run may reach the network.

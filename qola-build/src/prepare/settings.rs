@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use crate::build_script::Directives;
 use crate::build_script::Env;
-use crate::error::{Error, PrepareError, Result};
 use crate::manifest::Manifest;
+use crate::prepare::git::url::{clone_url, normalize_url};
 use crate::prepare::patch::SeriesSource;
+use crate::prepare::report::error::{PrepareError, Result};
 
 /// The upstream used when nothing names one.
 pub const DEFAULT_AITER_URL: &str = "https://github.com/ROCm/aiter.git";
@@ -171,13 +172,16 @@ impl Prepare {
         let normalized = normalize_url(&clone_url);
         let cache = match &self.cache_dir {
             Some(dir) => Some(dir.clone()),
-            None => cache_dir(env),
+            None => crate::cache::find(env),
         };
         let root = match &self.root {
             Some(root) => root.clone(),
             None => match env.var_os("QOLA_AITER_ROOT") {
                 Some(root) => PathBuf::from(root),
-                None => default_root(cache.as_deref().ok_or(Error::NoCacheDir)?, &normalized),
+                None => default_root(
+                    cache.as_deref().ok_or(crate::cache::NoCacheDir)?,
+                    &normalized,
+                ),
             },
         };
         let skip = match self.skip {
@@ -196,8 +200,7 @@ impl Prepare {
             return Err(PrepareError::ConflictingOptions {
                 first: "QOLA_SKIP_PREPARE=1 (--skip)".to_string(),
                 second: "QOLA_FORCE_PREPARE=1 (--force)".to_string(),
-            }
-            .into());
+            });
         }
         Ok(Settings {
             manifest_path: manifest_path.map(absolute),
@@ -277,70 +280,6 @@ fn default_manifest(env: &Env, build_script: bool) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
-fn has_scheme(url: &str) -> bool {
-    url.split_once("://").is_some_and(|(s, _)| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
-    })
-}
-
-fn is_scp_like(url: &str) -> bool {
-    // `user@host:path` or `host:path`: a colon before the first slash.
-    url.find(':')
-        .is_some_and(|c| url.find('/').is_none_or(|s| c < s) && c > 1)
-}
-
-/// Whether `url` names a local repository (`file://` or a path): reaching it needs no network.
-pub(crate) fn is_local_url(url: &str) -> bool {
-    url.starts_with("file://") || !(has_scheme(url) || is_scp_like(url))
-}
-
-/// The URL for `git clone`: a local path becomes absolute.
-pub(crate) fn clone_url(url: &str) -> String {
-    let url = url.trim();
-    if has_scheme(url) || is_scp_like(url) {
-        return url.to_string();
-    }
-    let path = Path::new(url);
-    path.canonicalize()
-        .or_else(|_| std::path::absolute(path))
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| url.to_string())
-}
-
-/// The URL as the key sees it: scheme and host lower-cased, no trailing `/` or (for remote
-/// URLs) `.git`. Local paths stay as they are (they are absolute already).
-pub(crate) fn normalize_url(url: &str) -> String {
-    let url = url.trim().trim_end_matches('/');
-    if has_scheme(url) {
-        let (scheme, rest) = url.split_once("://").expect("has a scheme");
-        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let path = path.strip_suffix(".git").unwrap_or(path);
-        let scheme = scheme.to_ascii_lowercase();
-        if scheme == "file" {
-            return format!("file://{host}/{path}");
-        }
-        return format!("{scheme}://{}/{path}", host.to_ascii_lowercase());
-    }
-    if is_scp_like(url) {
-        return url.strip_suffix(".git").unwrap_or(url).to_string();
-    }
-    url.to_string()
-}
-
-/// qola's cache: `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
-pub(crate) fn cache_dir(env: &Env) -> Option<PathBuf> {
-    if let Some(dir) = env.var_os("QOLA_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(dir) = env.var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(dir).join("qola"));
-    }
-    env.var_os("HOME")
-        .map(|home| PathBuf::from(home).join(".cache").join("qola"))
-}
-
 /// The managed checkout for a URL: `<cache>/checkouts/<name>-<hash of the URL>`.
 pub(crate) fn default_root(cache: &Path, normalized_url: &str) -> PathBuf {
     let name = normalized_url
@@ -350,25 +289,13 @@ pub(crate) fn default_root(cache: &Path, normalized_url: &str) -> PathBuf {
         .trim_end_matches(".git");
     let hash = blake3::hash(normalized_url.as_bytes()).to_hex();
     cache
-        .join("checkouts")
+        .join(crate::cache::CHECKOUTS)
         .join(format!("{name}-{}", &hash[..12]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn remote_urls_normalize_to_one_form() {
-        let a = normalize_url("https://GitHub.com/ROCm/aiter.git/");
-        assert_eq!(a, "https://github.com/ROCm/aiter");
-        assert_eq!(normalize_url("https://github.com/ROCm/aiter"), a);
-        assert_eq!(
-            normalize_url("git@github.com:ROCm/aiter.git"),
-            "git@github.com:ROCm/aiter"
-        );
-        assert_eq!(normalize_url("/srv/aiter.git"), "/srv/aiter.git");
-    }
 
     #[test]
     fn default_root_is_named_after_the_repository() {

@@ -26,12 +26,13 @@ use std::path::{Path, PathBuf};
 
 use git2::{IndexEntry, IndexTime, Oid, build::CheckoutBuilder};
 
-use crate::error::{PrepareError, Result, git_error, io_error};
-use crate::prepare::checkout::{Pinned, PinnedRepo, Pristine};
+use crate::common::io::is_absent;
+use crate::common::tree_path::on_disk;
+use crate::prepare::git::pinned::{Pinned, PinnedRepo, Pristine};
+use crate::prepare::git::state::{Entry, PathState, workdir_entry};
 use crate::prepare::patch::{FileContent, MODE_EXEC, MODE_SYMLINK};
-use crate::prepare::state::{Entry, PathState, workdir_entry};
-use crate::prepare::tree_path::on_disk;
-use crate::util::is_absent;
+use crate::prepare::report::error::io_error;
+use crate::prepare::report::error::{PrepareError, Result, git_error};
 
 /// The longest file name component Linux file systems take.
 const NAME_MAX: usize = 255;
@@ -67,7 +68,7 @@ struct Backup {
 
 impl Backup {
     fn target(&mut self, rel: &str) -> Result<PathBuf> {
-        let to = crate::prepare::tree_path::on_disk(&self.dir, rel);
+        let to = crate::common::tree_path::on_disk(&self.dir, rel);
         let parent = to.parent().expect("a backup path has a parent");
         std::fs::create_dir_all(parent).map_err(io_error("create the backup directory", parent))?;
         self.used = true;
@@ -169,13 +170,10 @@ fn plan(
     let mut plan = Plan::default();
     let removed = |p: &str| targets.get(p).is_some_and(|t| t.content.is_none());
     for (path, target) in targets {
-        let refuse = |why: String| {
-            PrepareError::UnsafePatchPath {
-                patch: patch_for(path),
-                path: path.clone(),
-                why,
-            }
-            .into()
+        let refuse = |why: String| PrepareError::UnsafePatchPath {
+            patch: patch_for(path),
+            path: path.clone(),
+            why,
         };
         if let Some(long) = path.split('/').find(|c| c.len() > NAME_MAX) {
             return Err(refuse(format!(
@@ -250,7 +248,7 @@ fn files_under(dir: &Path) -> Result<Vec<String>> {
             if entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(child);
             } else {
-                out.push(crate::prepare::tree_path::key(
+                out.push(crate::common::tree_path::key(
                     child.as_os_str().as_encoded_bytes(),
                 ));
             }
@@ -263,18 +261,18 @@ fn files_under(dir: &Path) -> Result<Vec<String>> {
 /// Submodule paths (superproject-relative) that `repo`'s current `HEAD` has and its pinned
 /// commit does not.
 fn submodules_leaving(repo: &PinnedRepo, pinned: &Pinned) -> Result<Vec<String>> {
-    let Some(head) = crate::util::head_commit(&repo.repo) else {
+    let Some(head) = crate::prepare::git::head_commit(&repo.repo) else {
         return Ok(Vec::new());
     };
     if head == repo.commit || repo.repo.find_commit(head).is_err() {
         return Ok(Vec::new());
     }
-    let old = crate::prepare::checkout::gitlinks(&repo.repo, head, &repo.workdir)?;
-    let new = crate::prepare::checkout::gitlinks(&repo.repo, repo.commit, &repo.workdir)?;
+    let old = crate::prepare::git::pinned::gitlinks(&repo.repo, head, &repo.workdir)?;
+    let new = crate::prepare::git::pinned::gitlinks(&repo.repo, repo.commit, &repo.workdir)?;
     Ok(old
         .into_iter()
         .filter(|(path, _)| !new.iter().any(|(p, _)| p == path))
-        .map(|(path, _)| crate::util::join(&repo.path, &path))
+        .map(|(path, _)| crate::common::text::join(&repo.path, &path))
         .filter(|path| !pinned.repos.iter().any(|r| r.path == *path))
         .collect())
 }
@@ -282,7 +280,7 @@ fn submodules_leaving(repo: &PinnedRepo, pinned: &Pinned) -> Result<Vec<String>>
 /// Checks the repository out at its pinned commit when `HEAD` is elsewhere, when it is new, or
 /// when it has no index yet (a clone interrupted before its checkout).
 fn checkout_pinned(repo: &PinnedRepo) -> Result<()> {
-    let head = crate::util::head_commit(&repo.repo);
+    let head = crate::prepare::git::head_commit(&repo.repo);
     let no_index = repo.repo.index().map(|i| i.is_empty()).unwrap_or(true);
     if !repo.fresh && head == Some(repo.commit) && !no_index {
         return Ok(());
@@ -378,7 +376,7 @@ fn index_entry(rel: &str, entry: &Entry) -> Option<IndexEntry> {
         id: Oid::from_str(&entry.id).ok()?,
         flags: rel.len().min(0xfff) as u16,
         flags_extended: 0,
-        path: crate::prepare::tree_path::bytes(rel).into_owned(),
+        path: crate::common::tree_path::bytes(rel).into_owned(),
     })
 }
 
@@ -396,7 +394,7 @@ fn update_index(
         if owner.path != repo.path || rel.is_empty() {
             continue;
         }
-        let rel_path = &crate::prepare::tree_path::as_path(rel);
+        let rel_path = &crate::common::tree_path::as_path(rel);
         let current = index.get_path(rel_path, 0).map(|e| Entry {
             mode: e.mode,
             id: e.id.to_string(),

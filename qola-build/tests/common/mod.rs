@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use qola_build::{Action, Error, Preparation, Prepare, PrepareError, ReasonKind};
+use qola_build::{Action, Preparation, Prepare, PrepareError, ReasonKind};
 #[allow(unused_imports)]
 pub use qola_tests::git;
 pub use qola_tests::{Demo, write};
@@ -57,7 +57,7 @@ impl Setup {
     /// Prepares and expects a refusal; returns the report it carries.
     pub fn refused(&self) -> Preparation {
         match self.options().try_prepare() {
-            Err(Error::Prepare(PrepareError::Refused(report))) => *report,
+            Err(PrepareError::Refused(report)) => *report,
             Ok(p) => panic!("expected a refusal, got {p}"),
             Err(e) => panic!("expected a refusal, got the error {e}"),
         }

@@ -11,10 +11,11 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
 use crate::compile::CompileError;
-use crate::error::{Result, io_error};
+use crate::compile::error::Result;
+use crate::compile::error::io_error;
 
-fn farm_error(problem: String) -> crate::error::Error {
-    CompileError::Farm { problem }.into()
+fn farm_error(problem: String) -> CompileError {
+    CompileError::Farm { problem }
 }
 
 /// The device library directory the flags name, or `<rocm-path>/amdgcn/bitcode`.
@@ -245,7 +246,7 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
     }
     let digest = hasher.finalize().to_hex();
     let name = &digest[..32];
-    let dir = cache.join("farm");
+    let dir = cache.join(crate::cache::FARM);
     let archive = dir.join(format!("{name}.tar.gz"));
     if archive.is_file() {
         return Ok(archive);

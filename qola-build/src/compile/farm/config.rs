@@ -7,9 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::build_script::Env;
+use crate::common::io::write_if_changed;
 use crate::compile::CompileError;
-use crate::error::{Result, io_error};
-use crate::util::write_if_changed;
+use crate::compile::error::Result;
+use crate::compile::error::io_error;
 
 /// The user's sccache config, when it has a `[dist]` section.
 #[derive(Debug, Clone)]
@@ -87,11 +88,12 @@ pub(crate) fn write(
     toolchains.push(toml::Value::Table(ours));
     dist.insert("toolchains".into(), toml::Value::Array(toolchains));
     let text = table.to_string();
-    let path = cache.join("farm").join(format!(
+    let path = cache.join(crate::cache::FARM).join(format!(
         "sccache-{}.toml",
         &blake3::hash(text.as_bytes()).to_hex()[..16]
     ));
-    std::fs::create_dir_all(cache.join("farm")).map_err(io_error("create", &cache.join("farm")))?;
+    std::fs::create_dir_all(cache.join(crate::cache::FARM))
+        .map_err(io_error("create", cache.join(crate::cache::FARM)))?;
     write_if_changed(&path, text.as_bytes())?;
     Ok((path, port(&text, 4700)))
 }

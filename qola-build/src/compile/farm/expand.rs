@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::compile::CompileError;
+use crate::compile::error::Result;
 use crate::compile::toolchain::HipToolchain;
-use crate::error::Result;
 
 /// The clang driver and the full compile arguments (the driver first), with the unit's source,
 /// object and depfile still to be appended as for `hipcc`.
@@ -29,7 +29,7 @@ pub(crate) fn expand(toolchain: &HipToolchain, args: &[String], work: &Path) -> 
             args: args.to_vec(),
         });
     }
-    std::fs::create_dir_all(work).map_err(crate::error::io_error("create", work))?;
+    std::fs::create_dir_all(work).map_err(crate::compile::error::io_error("create", work))?;
     let out = Command::new(&args[0])
         .args(&args[1..])
         .args(["-c", SOURCE, "-o", "qola-farm-probe.o", "-###"])
@@ -51,7 +51,6 @@ pub(crate) fn expand(toolchain: &HipToolchain, args: &[String], work: &Path) -> 
                 args[0]
             ),
         }
-        .into()
     })
 }
 

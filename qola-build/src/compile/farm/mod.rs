@@ -35,8 +35,8 @@ use std::process::Command;
 
 use crate::build_script::Env;
 use crate::compile::CompileError;
+use crate::compile::error::Result;
 use crate::compile::toolchain::HipToolchain;
-use crate::error::Result;
 pub use status::FarmReport;
 pub(crate) use status::{DistStats, SchedulerStatus};
 
@@ -220,8 +220,7 @@ pub(crate) fn localize_empty_cuid(object: &Path) -> Result<()> {
                 object.display(),
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
-        }
-        .into());
+        });
     }
     Ok(())
 }

@@ -14,8 +14,8 @@ use std::path::Path;
 
 use super::series::{PatchFile, PristineTree, Series, apply_series};
 use super::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
-use crate::error::Result;
-use crate::prepare::checkout::Pristine;
+use crate::prepare::git::pinned::Pristine;
+use crate::prepare::report::error::Result;
 
 /// How many mutated cases one run checks.
 const CASES: usize = 3000;

@@ -13,6 +13,9 @@ mod hunks;
 mod parse;
 mod series;
 
+pub(crate) use crate::prepare::git::state::{
+    FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK,
+};
 pub(crate) use binary::encode_literal;
 pub(crate) use parse::parse_patch;
 #[cfg(test)]
@@ -111,21 +114,3 @@ pub(crate) enum BinaryData {
     /// A git delta against the old content.
     Delta(Vec<u8>),
 }
-
-/// A file's content and git mode (0o100644, 0o100755 or 0o120000 for a symlink).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FileContent {
-    /// Git file mode.
-    pub mode: u32,
-    /// Bytes (a symlink's target for mode 0o120000).
-    pub data: Vec<u8>,
-}
-
-/// Git's mode of a symbolic link.
-pub(crate) const MODE_SYMLINK: u32 = 0o120000;
-/// Git's mode of a submodule entry.
-pub(crate) const MODE_GITLINK: u32 = 0o160000;
-/// Git's mode of a regular file.
-pub(crate) const MODE_FILE: u32 = 0o100644;
-/// Git's mode of an executable file.
-pub(crate) const MODE_EXEC: u32 = 0o100755;

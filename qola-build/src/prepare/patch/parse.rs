@@ -159,7 +159,7 @@ fn unquote(raw: &str, line: usize) -> Result<String> {
             _ => return err(line, format!("unknown escape `\\{}` in {raw}", c as char)),
         });
     }
-    Ok(crate::prepare::tree_path::key(&out))
+    Ok(crate::common::tree_path::key(&out))
 }
 
 /// Finds the two paths of `diff --git a/x b/y`. Used only when no `---`/`+++`/rename lines name

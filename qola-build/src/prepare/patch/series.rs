@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use super::binary::apply_delta;
 use super::hunks::apply_hunks;
 use super::{BinaryData, Body, FileContent, FilePatch, MODE_EXEC, MODE_FILE, MODE_SYMLINK, Patch};
-use crate::error::{PrepareError, Result};
-use crate::prepare::checkout::Pristine;
-use crate::prepare::state::blob_id;
+use crate::prepare::git::pinned::Pristine;
+use crate::prepare::git::state::blob_id;
+use crate::prepare::report::error::{PrepareError, Result};
 
 /// One patch file of the series, as bytes.
 #[derive(Debug, Clone)]
@@ -157,8 +157,7 @@ pub(crate) fn apply_series(
                         hunk: failure.hunk,
                         detail: failure.detail,
                         upstream,
-                    }
-                    .into());
+                    });
                 }
             }
         }
@@ -243,13 +242,10 @@ fn is_dirty_submodule_marker(section: &FilePatch) -> bool {
 /// Refuses paths that would leave the tree or write through a link: absolute, `..`, `.`, empty
 /// components, `.git`, a symlink or submodule pointer on the way, or the submodule pointer itself.
 fn check_path(patch: &str, path: &str, tree: &Overlay) -> Result<()> {
-    let refuse = |why: &str| {
-        PrepareError::UnsafePatchPath {
-            patch: patch.to_string(),
-            path: path.to_string(),
-            why: why.to_string(),
-        }
-        .into()
+    let refuse = |why: &str| PrepareError::UnsafePatchPath {
+        patch: patch.to_string(),
+        path: path.to_string(),
+        why: why.to_string(),
     };
     if path.starts_with('/') {
         return Err(refuse("is absolute"));
@@ -437,7 +433,6 @@ fn reverse_applies(patch: &Patch, base: &dyn PristineTree) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
 
     struct Tree(BTreeMap<String, Pristine>);
 
@@ -498,7 +493,7 @@ mod tests {
         let mut t = tree();
         t.0.insert("a.txt".into(), file("1\ntwo\n3\n"));
         let e = apply_series(&series(&[("0001-x.patch", EDIT_A)]), &t, "abc123").unwrap_err();
-        let Error::Prepare(PrepareError::PatchFailed { upstream, hunk, .. }) = &e else {
+        let PrepareError::PatchFailed { upstream, hunk, .. } = &e else {
             panic!("{e}")
         };
         assert_eq!(upstream.as_deref(), Some("abc123"));
@@ -519,7 +514,7 @@ mod tests {
             let p = format!("--- a/{bad}\n+++ b/{bad}\n@@ -1 +1 @@\n-x\n+y\n");
             let e = apply_series(&series(&[("p", &p)]), &tree(), "c").unwrap_err();
             assert!(
-                matches!(e, Error::Prepare(PrepareError::UnsafePatchPath { .. })),
+                matches!(e, PrepareError::UnsafePatchPath { .. }),
                 "{bad}: {e}"
             );
         }
@@ -545,7 +540,7 @@ mod tests {
         let p = "diff --git a/evil b/evil\nnew file mode 120000\n--- /dev/null\n+++ b/evil\n@@ -0,0 +1 @@\n+../../victim\n\\ No newline at end of file\ndiff --git a/evil/x b/evil/x\nnew file mode 100644\n--- /dev/null\n+++ b/evil/x\n@@ -0,0 +1 @@\n+owned\n";
         let e = apply_series(&series(&[("p", p)]), &tree(), "c").unwrap_err();
         assert!(
-            matches!(&e, Error::Prepare(PrepareError::UnsafePatchPath { path, .. }) if path == "evil/x"),
+            matches!(&e, PrepareError::UnsafePatchPath { path, .. } if path == "evil/x"),
             "{e}"
         );
         // Split over two patches: the same.

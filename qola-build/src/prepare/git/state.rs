@@ -4,9 +4,27 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, git_error, io_error};
-use crate::prepare::patch::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
-use crate::util::is_absent;
+use crate::common::io::is_absent;
+use crate::prepare::report::error::io_error;
+use crate::prepare::report::error::{Result, git_error};
+
+/// A file's content and git mode (0o100644, 0o100755 or 0o120000 for a symlink).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileContent {
+    /// Git file mode.
+    pub mode: u32,
+    /// Bytes (a symlink's target for mode 0o120000).
+    pub data: Vec<u8>,
+}
+
+/// Git's mode of a symbolic link.
+pub(crate) const MODE_SYMLINK: u32 = 0o120000;
+/// Git's mode of a submodule entry.
+pub(crate) const MODE_GITLINK: u32 = 0o160000;
+/// Git's mode of a regular file.
+pub(crate) const MODE_FILE: u32 = 0o100644;
+/// Git's mode of an executable file.
+pub(crate) const MODE_EXEC: u32 = 0o100755;
 
 /// A path's content: git mode (octal 100644, 100755, 120000) and blob id (hex).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

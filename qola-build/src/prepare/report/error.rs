@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::error::ErrorKind;
+use crate::common::kind::ErrorKind;
 use crate::prepare::report::Preparation;
 
 /// How many edited paths a refusal lists before it counts the rest.
@@ -14,6 +14,22 @@ const REFUSED_LIST_LIMIT: usize = 20;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PrepareError {
+    /// The manifest could not be read.
+    #[error(transparent)]
+    Manifest(#[from] crate::manifest::ManifestError),
+
+    /// A file-system operation failed.
+    #[error(transparent)]
+    Io(#[from] crate::common::io::IoError),
+
+    /// An environment variable has a value qola cannot use.
+    #[error(transparent)]
+    Env(#[from] crate::build_script::EnvError),
+
+    /// No directory for qola's cache could be found.
+    #[error(transparent)]
+    Cache(#[from] crate::cache::NoCacheDir),
+
     /// Two options that exclude each other were both given.
     #[error("{first} and {second} were both requested; they exclude each other: drop one")]
     ConflictingOptions {
@@ -196,6 +212,14 @@ pub enum PrepareError {
 }
 
 impl PrepareError {
+    /// The report of a preparation refused for local edits, when this error is that refusal.
+    pub fn refused(&self) -> Option<&Preparation> {
+        match self {
+            PrepareError::Refused(report) => Some(report),
+            _ => None,
+        }
+    }
+
     /// The kind of this error.
     pub fn kind(&self) -> ErrorKind {
         match self {
@@ -217,10 +241,27 @@ impl PrepareError {
             | PrepareError::UnsafePatchPath { .. }
             | PrepareError::PatchFailed { .. } => ErrorKind::Patch,
             PrepareError::Refused(_) => ErrorKind::Refused,
+            PrepareError::Manifest(e) => e.kind(),
+            PrepareError::Io(_) => ErrorKind::Io,
+            PrepareError::Env(e) => e.kind(),
+            PrepareError::Cache(e) => e.kind(),
             PrepareError::Verify { .. } => ErrorKind::Verify,
         }
     }
 }
+
+/// Shorthand for a [`PrepareError::Git`] with a path.
+pub(crate) fn git_error(
+    what: &str,
+    path: impl Into<PathBuf>,
+) -> impl FnOnce(git2::Error) -> PrepareError {
+    let what = what.to_string();
+    let path = path.into();
+    move |source| PrepareError::Git { what, path, source }
+}
+
+/// `Result` with a [`PrepareError`].
+pub(crate) type Result<T, E = PrepareError> = std::result::Result<T, E>;
 
 fn patch_failed_message(
     patch: &str,
@@ -269,4 +310,13 @@ fn refused_message(p: &Preparation) -> String {
         "three ways on:\n  QOLA_SKIP_PREPARE=1     build with the edits as they are\n  qola diff -o my.patch   keep them as a patch (add it to the series)\n  QOLA_FORCE_PREPARE=1    discard them (a backup patch is saved first)",
     );
     m
+}
+
+/// Shorthand for an [`PrepareError::Io`] with a path: `.map_err(io_error("read", &path))?`.
+pub(crate) fn io_error(
+    what: &str,
+    path: impl Into<std::path::PathBuf>,
+) -> impl FnOnce(std::io::Error) -> PrepareError {
+    let io = crate::common::io::io_error(what, path);
+    move |source| PrepareError::Io(io(source))
 }

@@ -26,9 +26,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use git2::Repository;
 
-use crate::error::{Result, io_error};
-use crate::util::join;
-use crate::util::write_atomic;
+use crate::common::io::write_atomic;
+use crate::common::text::join;
+use crate::prepare::report::error::Result;
+use crate::prepare::report::error::io_error;
 
 const MAGIC: &[u8] = b"qola-snapshot-2\n";
 
@@ -60,7 +61,7 @@ impl Stat {
     fn of_entry(root: &Path, path: &str) -> Option<Stat> {
         match path.strip_suffix('/') {
             Some(dir) => Stat::of_dir(&root.join(dir)),
-            None => Stat::of(&crate::prepare::tree_path::on_disk(root, path)),
+            None => Stat::of(&crate::common::tree_path::on_disk(root, path)),
         }
     }
 
@@ -83,7 +84,7 @@ struct RepoPart {
     path: String,
     /// `HEAD` (hex).
     head: String,
-    /// [`crate::prepare::index_file::content_digest`] of its index.
+    /// [`crate::prepare::git::index_file::content_digest`] of its index.
     index: [u8; 32],
     /// Tracked files (superproject-relative) and their stat (`None`: missing).
     files: Vec<(String, Option<Stat>)>,
@@ -119,7 +120,7 @@ impl Snapshot {
             let workdir = root.join(prefix);
             let repo = Repository::open(&workdir).ok()?;
             let (paths, index) =
-                crate::prepare::index_file::file_paths_and_digest(&repo.path().join("index"))?;
+                crate::prepare::git::index_file::file_paths_and_digest(&repo.path().join("index"))?;
             // Every directory on the way to a tracked file too, marked by a trailing `/`.
             let mut dirs = std::collections::BTreeSet::new();
             for rel in &paths {
@@ -138,7 +139,7 @@ impl Snapshot {
                 .collect();
             repos.push(RepoPart {
                 path: prefix.clone(),
-                head: crate::util::head_commit(&repo).map(|id| id.to_string())?,
+                head: crate::prepare::git::head_commit(&repo).map(|id| id.to_string())?,
                 index,
                 files,
             });
@@ -151,7 +152,7 @@ impl Snapshot {
             .map(|(p, _)| {
                 (
                     p.clone(),
-                    Stat::of(&crate::prepare::tree_path::on_disk(root, p)),
+                    Stat::of(&crate::common::tree_path::on_disk(root, p)),
                 )
             })
             .collect();
@@ -197,11 +198,11 @@ impl Snapshot {
             let Ok(repo) = Repository::open(root.join(&part.path)) else {
                 return false;
             };
-            crate::util::head_commit(&repo)
+            crate::prepare::git::head_commit(&repo)
                 .map(|id| id.to_string())
                 .as_deref()
                 == Some(part.head.as_str())
-                && crate::prepare::index_file::content_digest(&repo.path().join("index"))
+                && crate::prepare::git::index_file::content_digest(&repo.path().join("index"))
                     == Some(part.index)
         });
         if !repos_ok {
@@ -227,7 +228,9 @@ impl Snapshot {
     pub(crate) fn file(cache: &Path, root: &Path) -> PathBuf {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let hash = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
-        cache.join("snapshots").join(format!("{}.bin", &hash[..24]))
+        cache
+            .join(crate::cache::SNAPSHOTS)
+            .join(format!("{}.bin", &hash[..24]))
     }
 
     /// Reads a kept snapshot; `None` when missing or unreadable.
@@ -237,7 +240,7 @@ impl Snapshot {
 
     /// Writes it atomically.
     pub(crate) fn write(&self, file: &Path) -> Result<()> {
-        write_atomic(file, &self.encode())
+        Ok(write_atomic(file, &self.encode())?)
     }
 
     /// Removes a kept snapshot (before the tree is written, so a stale one never survives).

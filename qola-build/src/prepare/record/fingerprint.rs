@@ -34,10 +34,10 @@ use std::path::Path;
 
 use git2::{Repository, Status, StatusOptions};
 
-use crate::error::{Result, git_error};
+use crate::common::text::join;
+use crate::prepare::git::state::{Entry, PathState, workdir_entry};
 use crate::prepare::patch::{MODE_EXEC, MODE_FILE, MODE_GITLINK};
-use crate::prepare::state::{Entry, PathState, workdir_entry};
-use crate::util::join;
+use crate::prepare::report::error::{Result, git_error};
 
 /// What a scan of the work tree found.
 #[derive(Debug, Clone, Default)]
@@ -184,7 +184,7 @@ fn scan_repo(
                 return Ok(vec![own]);
             }
         };
-        let head = crate::util::head_commit(&repo).map(|id| id.to_string());
+        let head = crate::prepare::git::head_commit(&repo).map(|id| id.to_string());
         own.heads.insert(prefix.to_string(), head);
         let index = repo.index().map_err(git_error("read the index", workdir))?;
         let submodules: Vec<String> = index
@@ -231,7 +231,7 @@ fn scan_status(
         .statuses(Some(&mut options))
         .map_err(git_error("read the status", workdir))?;
     for entry in statuses.iter() {
-        let path = &crate::prepare::tree_path::key(entry.path_bytes());
+        let path = &crate::common::tree_path::key(entry.path_bytes());
         let status = entry.status();
         if status == Status::WT_NEW {
             out.untracked.push(join(prefix, path));
@@ -240,7 +240,7 @@ fn scan_status(
         if status.is_ignored() || status.is_empty() {
             continue;
         }
-        let state = workdir_entry(&crate::prepare::tree_path::on_disk(workdir, path))?;
+        let state = workdir_entry(&crate::common::tree_path::on_disk(workdir, path))?;
         out.paths.insert(join(prefix, path), state);
         if status.intersects(Status::INDEX_NEW | Status::INDEX_MODIFIED | Status::INDEX_TYPECHANGE)
         {
@@ -278,7 +278,7 @@ fn scan_what_status_hides(
         if entry.mode == MODE_GITLINK {
             continue;
         }
-        let rel = &crate::prepare::tree_path::key(&entry.path);
+        let rel = &crate::common::tree_path::key(&entry.path);
         let path = join(prefix, rel);
         let behind_link = entry
             .path
@@ -304,7 +304,7 @@ fn scan_what_status_hides(
         if !flagged && !exec_only {
             continue;
         }
-        let full = crate::prepare::tree_path::on_disk(workdir, rel);
+        let full = crate::common::tree_path::on_disk(workdir, rel);
         if exec_only && !flagged {
             let exec = std::fs::symlink_metadata(&full)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);

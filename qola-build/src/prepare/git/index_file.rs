@@ -17,8 +17,8 @@ pub(crate) fn file_paths_and_digest(index: &Path) -> Option<(Vec<String>, [u8; 3
     let data = std::fs::read(index).ok()?;
     let mut paths = Vec::new();
     for_each_entry(&data, |path, mode, _, _| {
-        if mode != crate::prepare::patch::MODE_GITLINK {
-            paths.push(crate::prepare::tree_path::key(path));
+        if mode != crate::prepare::git::state::MODE_GITLINK {
+            paths.push(crate::common::tree_path::key(path));
         }
     })?;
     Some((paths, content_digest_of(&data)?))

@@ -9,7 +9,8 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Result, io_error};
+use crate::prepare::report::error::Result;
+use crate::prepare::report::error::io_error;
 
 /// A held lock; released on drop.
 #[derive(Debug)]

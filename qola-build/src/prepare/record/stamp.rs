@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, io_error};
-use crate::prepare::key::{KeyComponents, SCHEMA};
-use crate::prepare::state::PathState;
-use crate::util::write_atomic;
+use crate::common::io::write_atomic;
+use crate::prepare::git::state::PathState;
+use crate::prepare::record::key::{KeyComponents, SCHEMA};
+use crate::prepare::report::error::Result;
+use crate::prepare::report::error::io_error;
 
 /// The prepared state as the stamp records it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -72,7 +73,7 @@ impl QolaDir {
     /// Writes the stamp atomically (temporary file, fsync, rename).
     pub(crate) fn write_stamp(&self, stamp: &Stamp) -> Result<()> {
         let json = serde_json::to_vec_pretty(stamp).expect("the stamp always serializes");
-        write_atomic(&self.stamp_path(), &json)
+        Ok(write_atomic(&self.stamp_path(), &json)?)
     }
 
     /// Whether an interrupted preparation left its marker.
@@ -82,7 +83,10 @@ impl QolaDir {
 
     /// Marks the start of writes.
     pub(crate) fn write_marker(&self, key: &str) -> Result<()> {
-        write_atomic(&self.marker_path(), format!("{key}\n").as_bytes())
+        Ok(write_atomic(
+            &self.marker_path(),
+            format!("{key}\n").as_bytes(),
+        )?)
     }
 
     /// Marks the end of writes.

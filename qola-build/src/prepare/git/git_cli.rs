@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::error::{Error, PrepareError, Result};
-use crate::util::shell_quote;
+use crate::common::text::shell_quote;
+use crate::prepare::report::error::{PrepareError, Result, io_error};
 
 /// Variables that would point git at another repository than the one qola names.
 const REPOSITORY_VARIABLES: &[&str] = &[
@@ -64,11 +64,9 @@ impl GitCli {
                 .collect::<Vec<_>>()
                 .join(" ")
         );
-        let output = command.output().map_err(|source| Error::Io {
-            what: format!("run `{shown}` to {what}"),
-            path: self.exe.clone(),
-            source,
-        })?;
+        let output = command
+            .output()
+            .map_err(io_error(&format!("run `{shown}` to {what}"), &self.exe))?;
         if output.status.success() {
             return Ok(());
         }
@@ -80,7 +78,6 @@ impl GitCli {
                 .trim_end()
                 .to_string(),
             hint: hint.to_string(),
-        }
-        .into())
+        })
     }
 }

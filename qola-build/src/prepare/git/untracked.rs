@@ -8,8 +8,9 @@ use std::path::Path;
 
 use git2::Repository;
 
-use crate::error::{Result, git_error, io_error};
-use crate::util::join;
+use crate::common::text::join;
+use crate::prepare::report::error::io_error;
+use crate::prepare::report::error::{Result, git_error};
 
 /// Untracked paths under `root`, given every tracked file and every repository path (""
 /// for the superproject), all superproject-relative.
@@ -72,11 +73,11 @@ impl Walk<'_> {
     }
 
     fn entries(&self, dir: &str) -> Result<Vec<(String, bool)>> {
-        let full = crate::prepare::tree_path::on_disk(self.root, dir);
+        let full = crate::common::tree_path::on_disk(self.root, dir);
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&full).map_err(io_error("read the directory", &full))? {
             let entry = entry.map_err(io_error("read the directory", &full))?;
-            let name = crate::prepare::tree_path::key(entry.file_name().as_encoded_bytes());
+            let name = crate::common::tree_path::key(entry.file_name().as_encoded_bytes());
             if name == ".git" {
                 continue;
             }

@@ -1,4 +1,9 @@
-//! What a preparation did (or, for `qola status`, would do), and why.
+//! What a preparation says: what it did (or, for `qola status`, would do) and why
+//! ([`Preparation`], its reasons as data in [`why`], turned into words in one place), and what
+//! stopped it ([`error`]). Nothing here reads or writes the tree.
+
+pub(crate) mod error;
+pub(crate) mod why;
 
 use std::path::PathBuf;
 

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::common::text::short_id;
+use crate::common::tree_path::shown;
 use crate::prepare::report::{Reason, ReasonKind};
-use crate::prepare::tree_path::shown;
-use crate::util::short_id;
 
 /// How many paths a message names before it counts the rest.
 pub(crate) const LIST_LIMIT: usize = 10;

@@ -1,0 +1,59 @@
+//! qola's cache directory: where it is and what lives in it. Preparation, compiling and AITER's
+//! modules all find it here, and each keeps its part under its own subdirectory:
+//!
+//! | under the cache | what | owner |
+//! |---|---|---|
+//! | `checkouts/` | the managed AITER checkouts (unless `QOLA_AITER_ROOT` names one) | preparation |
+//! | `snapshots/` | stat snapshots that make a no-op check fast | preparation |
+//! | `hip/` | the content-addressed object cache | compiling |
+//! | `probes/` | answers of compiler probes (an architecture, a flag) | compiling |
+//! | `farm/` | sccache configs and toolchain archives for compile farms | compiling |
+//!
+//! It is found as `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
+
+use std::path::PathBuf;
+
+use crate::build_script::Env;
+use crate::common::kind::ErrorKind;
+
+/// The managed AITER checkouts.
+pub(crate) const CHECKOUTS: &str = "checkouts";
+/// Stat snapshots of prepared checkouts.
+pub(crate) const SNAPSHOTS: &str = "snapshots";
+/// The object cache.
+pub(crate) const OBJECTS: &str = "hip";
+/// Compiler probe answers.
+pub(crate) const PROBES: &str = "probes";
+/// Compile-farm configs and toolchain archives.
+pub(crate) const FARM: &str = "farm";
+
+/// No directory for qola's cache could be found.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot find a cache directory for the managed AITER checkout: set QOLA_AITER_ROOT (the checkout) or QOLA_CACHE_DIR (qola's cache), or HOME"
+)]
+pub struct NoCacheDir;
+
+impl NoCacheDir {
+    /// An input error: set one of the variables.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Input
+    }
+}
+
+/// qola's cache: `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
+pub(crate) fn find(env: &Env) -> Option<PathBuf> {
+    if let Some(dir) = env.var_os("QOLA_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = env.var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("qola"));
+    }
+    env.var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".cache").join("qola"))
+}
+
+/// [`find`], or the error saying how to set it.
+pub(crate) fn dir(env: &Env) -> Result<PathBuf, NoCacheDir> {
+    find(env).ok_or(NoCacheDir)
+}

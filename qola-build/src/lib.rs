@@ -22,6 +22,7 @@
 //! |---|---|---|
 //! | `QOLA_SKIP_PREPARE=1` | write nothing; use the tree as it is; one warning naming up to 10 paths that differ from the prepared state | `skip-requested` |
 //! | no checkout | clone, prepare | `clone` |
+//! | `qola status` only: the answer needs a fetch (status never fetches) | nothing; the reason says what needs fetching | `resync` |
 //! | `preparing` marker left by an interrupted run | prepare again from the pinned commit; files it left half-written are saved as a backup patch first | `recover` |
 //! | key unchanged, tree == prepared state | nothing: no file written, no mtime changed | `up-to-date` |
 //! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed: commit, patch added/changed/removed/renamed, manifest field, qola version, patch reverted in tree, HEAD moved | `resync` |

@@ -218,8 +218,9 @@ pub struct AiterModuleSpec<'a> {
 }
 
 /// Prepares a module: checks the compiler is new enough for composable_kernel, evaluates the
-/// recipe, applies the manifest's overrides, runs (or reuses) the code generators into
-/// `gen_dir`, and chooses AITER's flags for this compiler.
+/// recipe with the manifest's overrides and CK filters ([`recipe_of`]), runs (or reuses) the
+/// code generators into `gen_dir` ([`generate`]), and chooses AITER's includes and flags for
+/// this compiler ([`includes_of`], [`flags_for`]).
 pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
     let directives = crate::build_script::Directives::new(spec.cargo_metadata);
     let env = Env::new(&directives);
@@ -228,42 +229,67 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         None => HipToolchain::find(&env)?,
     };
     check_ck_toolchain(&toolchain)?;
-    prepare_with(spec, toolchain, &env, &directives)
+    let recipe = recipe_of(spec, &env)?;
+    let generated = generate(spec, &recipe, &env, &directives)?;
+    let mut sources: Vec<PathBuf> = recipe.srcs.clone();
+    for g in &generated {
+        sources.extend(
+            g.files
+                .iter()
+                .filter(|f| {
+                    f.extension()
+                        .is_some_and(|x| x == "cpp" || x == "cu" || x == "hip")
+                })
+                .cloned(),
+        );
+    }
+    sources.sort();
+    let includes = includes_of(spec.root, &generated, &recipe);
+    let (flags, dropped_flags) = flags_for(spec, &recipe, &toolchain, &env)?;
+    Ok(AiterModule {
+        recipe,
+        generated,
+        sources,
+        includes,
+        flags,
+        dropped_flags,
+        toolchain,
+    })
 }
 
-fn prepare_with(
-    spec: &AiterModuleSpec,
-    toolchain: HipToolchain,
-    env: &Env,
-    directives: &crate::build_script::Directives,
-) -> Result<AiterModule> {
-    let toolchain = &toolchain;
-    let arch = spec.archs.first().cloned().unwrap_or_default();
+/// The module's recipe from `optCompilerConfig.json`, with the manifest's overrides and the CK
+/// filter (the spec's, else the manifest's variants for CK's `-d fwd` and `-d bwd`).
+fn recipe_of(spec: &AiterModuleSpec, env: &Env) -> Result<ModuleRecipe> {
     let paths = AiterPaths {
         root: spec.root.to_path_buf(),
-        arch: arch.clone(),
+        arch: spec.archs.first().cloned().unwrap_or_default(),
     };
     let mut recipe = recipe::load(&paths, &spec.module.name, &spec.module.recipe, env)?;
     recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
-    match spec.ck_filter {
-        Some(filter) => {
-            for cmd in &mut recipe.blob_gen_cmd {
-                *cmd = recipe::with_ck_filter(cmd, filter);
-            }
-        }
-        None => {
-            for cmd in &mut recipe.blob_gen_cmd {
-                let filter = match recipe::ck_direction(cmd) {
-                    Some("fwd") => spec.variants.fwd.as_deref(),
-                    Some("bwd") => spec.variants.bwd.as_deref(),
-                    _ => None,
-                };
-                if let Some(filter) = filter {
-                    *cmd = recipe::with_ck_filter(cmd, filter);
-                }
-            }
+    for cmd in &mut recipe.blob_gen_cmd {
+        let filter = match spec.ck_filter {
+            Some(filter) => Some(filter),
+            None => match recipe::ck_direction(cmd) {
+                Some("fwd") => spec.variants.fwd.as_deref(),
+                Some("bwd") => spec.variants.bwd.as_deref(),
+                _ => None,
+            },
+        };
+        if let Some(filter) = filter {
+            *cmd = recipe::with_ck_filter(cmd, filter);
         }
     }
+    Ok(recipe)
+}
+
+/// Runs (or reuses) each of the recipe's code generators into `gen_dir`; their scripts'
+/// directories and `optCompilerConfig.json` are the build's inputs.
+fn generate(
+    spec: &AiterModuleSpec,
+    recipe: &ModuleRecipe,
+    env: &Env,
+    directives: &crate::build_script::Directives,
+) -> Result<Vec<Generated>> {
     let python = match env.var_os("QOLA_PYTHON") {
         Some(p) => PathBuf::from(p),
         None => which::which("python3").map_err(|_| AiterError::Codegen {
@@ -288,20 +314,13 @@ fn prepare_with(
             &spec.archs.join(";"),
         )?);
     }
-    let mut sources: Vec<PathBuf> = recipe.srcs.clone();
-    for g in &generated {
-        sources.extend(
-            g.files
-                .iter()
-                .filter(|f| {
-                    f.extension()
-                        .is_some_and(|x| x == "cpp" || x == "cu" || x == "hip")
-                })
-                .cloned(),
-        );
-    }
-    sources.sort();
-    let root = spec.root;
+    Ok(generated)
+}
+
+/// The include directories in AITER's order: ck_helper, CK's `include` and `library/include`,
+/// AITER's `csrc/include`, the generated code, the module's `extra_include`, then
+/// `csrc/include/torch`.
+fn includes_of(root: &Path, generated: &[Generated], recipe: &ModuleRecipe) -> Vec<PathBuf> {
     let ck = root.join("3rdparty/composable_kernel");
     let mut includes = vec![
         root.join("3rdparty/ck_helper"),
@@ -312,7 +331,18 @@ fn prepare_with(
     includes.extend(generated.iter().map(|g| g.dir.clone()));
     includes.extend(recipe.extra_include.iter().cloned());
     includes.push(root.join("csrc/include/torch"));
+    includes
+}
 
+/// AITER's compile flags for this compiler (see the module docs), one argument each, and the
+/// `-mllvm` flags dropped because the compiler does not know them.
+fn flags_for(
+    spec: &AiterModuleSpec,
+    recipe: &ModuleRecipe,
+    toolchain: &HipToolchain,
+    env: &Env,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let arch = spec.archs.first().cloned().unwrap_or_default();
     let version = hip_version(toolchain).unwrap_or((0, 0, 0));
     let mut candidates: Vec<String> = vec![
         "-DWITH_HIP".into(),
@@ -357,23 +387,8 @@ fn prepare_with(
         }
         candidates.push(flag);
     }
-    let keep_inline_all = env.flag("QOLA_AITER_KEEP_INLINE_ALL")?;
-    let upstream_clang = toolchain
-        .clang_version
-        .as_deref()
-        .and_then(|v| v.split("clang version ").nth(1))
-        .and_then(|v| v.split('.').next())
-        .and_then(|m| m.trim().parse::<u32>().ok())
-        .is_some_and(|major| {
-            major >= 20
-                && !toolchain
-                    .clang_version
-                    .as_deref()
-                    .unwrap_or("")
-                    .contains("AMD")
-        });
-    if !keep_inline_all
-        && upstream_clang
+    if !env.flag("QOLA_AITER_KEEP_INLINE_ALL")?
+        && upstream_clang_20(toolchain)
         && candidates
             .iter()
             .any(|f| f == "-mllvm -amdgpu-function-calls=false")
@@ -385,13 +400,17 @@ fn prepare_with(
         .iter()
         .flat_map(|f| f.split_whitespace().map(String::from).collect::<Vec<_>>())
         .collect();
-    Ok(AiterModule {
-        recipe,
-        generated,
-        sources,
-        includes,
-        flags,
-        dropped_flags,
-        toolchain: toolchain.clone(),
-    })
+    Ok((flags, dropped_flags))
+}
+
+/// Whether the compiler is an upstream clang 20 or newer (not AMD's), where AITER's
+/// inline-everything pair costs minutes per CK instance (see the module docs).
+fn upstream_clang_20(toolchain: &HipToolchain) -> bool {
+    let version = toolchain.clang_version.as_deref().unwrap_or("");
+    version
+        .split("clang version ")
+        .nth(1)
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.trim().parse::<u32>().ok())
+        .is_some_and(|major| major >= 20 && !version.contains("AMD"))
 }

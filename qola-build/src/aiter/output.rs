@@ -133,7 +133,7 @@ struct Selected<'m> {
 }
 
 /// Everything resolved before the modules are built.
-struct Context {
+struct Inputs {
     manifest: Manifest,
     root: PathBuf,
     archs: Vec<String>,
@@ -196,7 +196,7 @@ impl OutputBuild {
     }
 
     /// Resolves the manifest, prepares the tree (or takes it as it is), the architectures.
-    fn context(&self, env: &Env, directives: &Directives) -> Result<Context> {
+    fn inputs(&self, env: &Env, directives: &Directives) -> Result<Inputs> {
         let mut prepare = self.prepare.clone();
         prepare.cargo_metadata(false);
         if let Some(dir) = env.var_os("QOLA_AITER_SOURCE_DIR") {
@@ -220,7 +220,7 @@ impl OutputBuild {
         let cache = settings.cache.clone().ok_or(crate::cache::NoCacheDir)?;
         let namespace = manifest.namespace().map(String::from);
         let variants = manifest.variant_filters()?;
-        Ok(Context {
+        Ok(Inputs {
             manifest,
             root: prepared.root,
             archs,
@@ -231,7 +231,7 @@ impl OutputBuild {
     }
 
     /// The modules to build, in manifest order.
-    fn select<'m>(&self, env: &Env, ctx: &'m Context) -> Result<Vec<Selected<'m>>> {
+    fn select<'m>(&self, env: &Env, ctx: &'m Inputs) -> Result<Vec<Selected<'m>>> {
         let groups: Vec<String> = if !self.groups.is_empty() {
             self.groups.clone()
         } else {
@@ -303,7 +303,7 @@ impl OutputBuild {
 
     /// A selected module assembled as a library ([`library`]): QoLA's C++ API, the output
     /// directory's layout, qola's cache. A `pybind` module is an error (it needs PyTorch).
-    fn assemble(&self, env: &Env, ctx: &Context, s: &Selected) -> Result<super::AiterLibrary> {
+    fn assemble(&self, env: &Env, ctx: &Inputs, s: &Selected) -> Result<super::AiterLibrary> {
         let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
         if mode == Some(BuildMode::Pybind) {
             return Err(AiterError::InvalidOption {
@@ -342,7 +342,7 @@ impl OutputBuild {
     pub fn try_build(&self) -> Result<BuildOutcome> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let ctx = self.context(&env, &directives)?;
+        let ctx = self.inputs(&env, &directives)?;
         let toolchain = HipToolchain::find(&env)?;
         check_rocm_versions(&ctx.manifest, &toolchain)?;
         let selected = self.select(&env, &ctx)?;
@@ -400,7 +400,7 @@ impl OutputBuild {
     }
 
     /// Builds one module's library; returns (units compiled, units).
-    fn build_module(&self, env: &Env, ctx: &Context, s: &Selected) -> Result<(usize, usize)> {
+    fn build_module(&self, env: &Env, ctx: &Inputs, s: &Selected) -> Result<(usize, usize)> {
         if let Some(dir) = &s.prebuilt {
             let from = dir.join(format!("{}.so", s.md_name));
             let bytes =
@@ -427,7 +427,7 @@ impl OutputBuild {
     pub fn try_plan(&self) -> Result<Vec<ModulePlan>> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let ctx = self.context(&env, &directives)?;
+        let ctx = self.inputs(&env, &directives)?;
         check_rocm_versions(&ctx.manifest, &HipToolchain::find(&env)?)?;
         let mut plans = Vec::new();
         for s in self.select(&env, &ctx)? {

@@ -1,12 +1,14 @@
-//! The decision, as a value: what the observed tree needs ([`decide`], a pure function of
-//! [`Facts`]), before anything acts on it.
+//! The decision, as a value: what the observed tree needs ([`decide`], a pure function of what
+//! observing [`Found`]), before anything acts on it.
 //!
-//! The table it implements is in the crate docs. In short: a tree proved to be the prepared state
-//! for the current key is up to date; otherwise every candidate path is classified (prepared,
-//! back at the pinned commit, or a local edit: content, in the work tree or staged, that differs
-//! from every state qola or git put there); local edits refuse the run unless it is forced or
-//! recovers an interrupted one; the rest prepares, naming why, and adopts a tree that already is
-//! the prepared state.
+//! The table it implements is in the crate docs, one [`Decision`] per row: a skip that was asked
+//! for skips; no checkout clones; a run that never fetches and would need to says so; a tree
+//! proved to be the prepared state for the current key is up to date; otherwise every candidate
+//! path is classified (prepared, back at the pinned commit, or a local edit: content, in the work
+//! tree or staged, that differs from every state qola or git put there); local edits refuse the
+//! run unless it is forced or recovers an interrupted one; the rest prepares, naming why, and
+//! adopts a tree that already is the prepared state. A preparation carries the compared tree
+//! it acts on (`T`), so acting needs nothing the decision did not see.
 
 use crate::prepare::git::state::PathState;
 use crate::prepare::report::Action;
@@ -15,8 +17,6 @@ use crate::prepare::report::why::Why;
 /// How the checkout was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Checkout {
-    /// None at the root (status: prepare would clone).
-    Missing,
     /// Cloned by this run: its work tree is still empty.
     Cloned,
     /// There, as the user left it.
@@ -68,7 +68,7 @@ pub(crate) struct PathFacts {
     pub repo_checked_out: bool,
 }
 
-/// Everything the decision needs, gathered by `observe`.
+/// Everything the decision needs about a tree compared path by path, gathered by `observe`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Facts {
     /// The checkout.
@@ -79,8 +79,6 @@ pub(crate) struct Facts {
     pub force: bool,
     /// The stamp.
     pub stamp: StampFacts,
-    /// The snapshot or the fingerprint proved the tree is the prepared state for this key.
-    pub unchanged: bool,
     /// The fingerprint of the tree differs from the prepared state's.
     pub differs: bool,
     /// The repositories (superproject first).
@@ -89,13 +87,37 @@ pub(crate) struct Facts {
     pub paths: Vec<PathFacts>,
 }
 
-/// What to do.
+/// What observing found, the decision's input; `T` is what a preparation acts on (the compared tree).
+#[derive(Debug)]
+pub(crate) enum Found<T> {
+    /// `QOLA_SKIP_PREPARE=1`: nothing was looked at.
+    Skip,
+    /// No checkout at the root.
+    Missing,
+    /// A run that never fetches cannot answer without a fetch (what for).
+    NeedsFetch(String),
+    /// The snapshot or the fingerprint proved the tree is the prepared state for this key.
+    Unchanged,
+    /// The tree, compared path by path with the prepared state.
+    Compared {
+        /// The decision's input.
+        facts: Facts,
+        /// What a preparation acts on.
+        tree: T,
+    },
+}
+
+/// What to do; a preparation carries `T`, what it acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Decision {
+pub(crate) enum Decision<T> {
+    /// `QOLA_SKIP_PREPARE=1`: use the tree as it is, write nothing.
+    Skip,
+    /// No checkout: clone, then decide on the clone.
+    Clone,
+    /// A run that never fetches (`status`, `diff`) cannot answer without a fetch (what for).
+    FetchNeeded(String),
     /// Nothing: the tree is the prepared state.
     UpToDate,
-    /// Clone first (no checkout), then decide on the clone.
-    Clone,
     /// Local edits: change nothing.
     Refuse {
         /// Why the tree is not the prepared state.
@@ -104,7 +126,12 @@ pub(crate) enum Decision {
         edited: Vec<String>,
     },
     /// Write the prepared state.
-    Prepare(Plan),
+    Prepare {
+        /// How and why.
+        plan: Plan,
+        /// The compared tree to write it into.
+        tree: T,
+    },
 }
 
 /// A preparation to carry out.
@@ -129,14 +156,23 @@ struct Verdicts {
     differing: Vec<String>,
 }
 
-/// The decision for `facts` (pure).
-pub(crate) fn decide(facts: &Facts) -> Decision {
-    if facts.checkout == Checkout::Missing {
-        return Decision::Clone;
+/// The decision for what observing found (pure: it looks, and hands the tree on).
+pub(crate) fn decide<T>(found: Found<T>) -> Decision<T> {
+    match found {
+        Found::Skip => Decision::Skip,
+        Found::Missing => Decision::Clone,
+        Found::NeedsFetch(what) => Decision::FetchNeeded(what),
+        Found::Unchanged => Decision::UpToDate,
+        Found::Compared { facts, tree } => match judge_tree(&facts) {
+            Ok(plan) => Decision::Prepare { plan, tree },
+            Err((whys, edited)) => Decision::Refuse { whys, edited },
+        },
     }
-    if facts.unchanged {
-        return Decision::UpToDate;
-    }
+}
+
+/// A tree compared path by path: the plan that prepares it, or why and which local edits
+/// refuse it.
+fn judge_tree(facts: &Facts) -> Result<Plan, (Vec<Why>, Vec<String>)> {
     let cloned = facts.checkout == Checkout::Cloned;
     let verdicts = judge(facts, cloned);
     let mut whys = Vec::new();
@@ -150,10 +186,7 @@ pub(crate) fn decide(facts: &Facts) -> Decision {
         }
     }
     if !verdicts.edited.is_empty() && !facts.force && !facts.interrupted {
-        return Decision::Refuse {
-            whys,
-            edited: verdicts.edited,
-        };
+        return Err((whys, verdicts.edited));
     }
     let heads_at_pin = facts
         .repos
@@ -171,7 +204,7 @@ pub(crate) fn decide(facts: &Facts) -> Decision {
     } else {
         Action::Resync
     };
-    Decision::Prepare(Plan {
+    Ok(Plan {
         action,
         whys,
         edited: verdicts.edited,
@@ -277,36 +310,48 @@ mod tests {
             interrupted: false,
             force: false,
             stamp: StampFacts::Present(Vec::new()),
-            unchanged: false,
             differs: true,
             repos: vec![repo("", Some(&"p".repeat(40)))],
             paths,
         }
     }
 
-    fn plan(decision: Decision) -> Plan {
+    /// The decision for a tree compared path by path with these facts.
+    fn decide_facts(facts: &Facts) -> Decision<()> {
+        decide(Found::Compared {
+            facts: facts.clone(),
+            tree: (),
+        })
+    }
+
+    fn plan(decision: Decision<()>) -> Plan {
         match decision {
-            Decision::Prepare(plan) => plan,
+            Decision::Prepare { plan, tree: () } => plan,
             other => panic!("expected a preparation, got {other:?}"),
         }
     }
 
     #[test]
+    fn a_requested_skip_skips() {
+        assert_eq!(decide(Found::<()>::Skip), Decision::Skip);
+    }
+
+    #[test]
     fn no_checkout_clones() {
-        let f = Facts {
-            checkout: Checkout::Missing,
-            ..facts(Vec::new())
-        };
-        assert_eq!(decide(&f), Decision::Clone);
+        assert_eq!(decide(Found::<()>::Missing), Decision::Clone);
+    }
+
+    #[test]
+    fn a_needed_fetch_is_a_decision_naming_it() {
+        assert_eq!(
+            decide(Found::<()>::NeedsFetch("fetch `main`".to_string())),
+            Decision::FetchNeeded("fetch `main`".to_string())
+        );
     }
 
     #[test]
     fn a_tree_proved_unchanged_is_up_to_date() {
-        let f = Facts {
-            unchanged: true,
-            ..facts(vec![patched("f", state("b"))])
-        };
-        assert_eq!(decide(&f), Decision::UpToDate);
+        assert_eq!(decide(Found::<()>::Unchanged), Decision::UpToDate);
     }
 
     #[test]
@@ -316,14 +361,14 @@ mod tests {
             stamp: StampFacts::Missing,
             ..facts(vec![patched("f", None)])
         };
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert_eq!(p.action, Action::Clone);
         assert!(p.edited.is_empty() && p.whys.is_empty(), "{p:?}");
     }
 
     #[test]
     fn a_path_back_at_the_pinned_commit_resyncs_as_a_reverted_patch() {
-        let p = plan(decide(&facts(vec![patched("f", state("a"))])));
+        let p = plan(decide_facts(&facts(vec![patched("f", state("a"))])));
         assert_eq!(p.action, Action::Resync);
         assert_eq!(p.whys, vec![Why::PatchReverted(vec!["f".to_string()])]);
     }
@@ -335,7 +380,7 @@ mod tests {
             stamp: StampFacts::Present(vec![change.clone()]),
             ..facts(vec![patched("f", state("a"))])
         };
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert_eq!(p.whys[0], change);
     }
 
@@ -345,14 +390,14 @@ mod tests {
             stamp: StampFacts::Present(vec![Why::PatchAdded("0004.patch".to_string())]),
             ..facts(vec![patched("f", state("b"))])
         };
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert_eq!(p.action, Action::Resync);
         assert_eq!(p.whys.last(), Some(&Why::Adopted));
     }
 
     #[test]
     fn a_local_edit_refuses_and_names_the_path() {
-        let d = decide(&facts(vec![patched("f", state("e"))]));
+        let d = decide_facts(&facts(vec![patched("f", state("e"))]));
         assert!(
             matches!(&d, Decision::Refuse { edited, .. } if edited == &["f".to_string()]),
             "{d:?}"
@@ -363,7 +408,7 @@ mod tests {
     fn content_known_from_the_stamp_or_head_is_not_an_edit() {
         let mut path = patched("f", state("e"));
         path.known = vec![state("e")];
-        let p = plan(decide(&facts(vec![path])));
+        let p = plan(decide_facts(&facts(vec![path])));
         assert!(p.edited.is_empty());
     }
 
@@ -371,7 +416,7 @@ mod tests {
     fn staged_content_apart_from_the_work_tree_is_an_edit() {
         let mut path = patched("f", state("b"));
         path.staged = Some(state("s"));
-        let d = decide(&facts(vec![path]));
+        let d = decide_facts(&facts(vec![path]));
         assert!(matches!(d, Decision::Refuse { .. }), "{d:?}");
         let f = Facts {
             force: true,
@@ -381,7 +426,7 @@ mod tests {
                 p
             }])
         };
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert_eq!(p.action, Action::Forced);
         assert_eq!(p.staged, vec![("f".to_string(), state("s"))]);
     }
@@ -392,7 +437,7 @@ mod tests {
             force: true,
             ..facts(vec![patched("f", state("e"))])
         };
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert_eq!(p.action, Action::Forced);
         assert_eq!(p.edited, vec!["f".to_string()]);
     }
@@ -403,7 +448,7 @@ mod tests {
             interrupted: true,
             ..facts(vec![patched("f", state("half")), patched("g", None)])
         };
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert_eq!(p.action, Action::Recover);
         assert_eq!(p.whys[0], Why::Interrupted);
         // A missing file is one it had not written yet, not an edit.
@@ -416,7 +461,7 @@ mod tests {
         path.repo_checked_out = false;
         let mut f = facts(vec![path]);
         f.repos.push(repo("ck", None));
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert_eq!(p.action, Action::Resync);
         assert!(p.whys.contains(&Why::SubmoduleMissing("ck".to_string())));
     }
@@ -425,7 +470,7 @@ mod tests {
     fn a_moved_head_resyncs_and_names_both_commits() {
         let mut f = facts(vec![patched("f", state("b"))]);
         f.repos[0].head = Some("m".repeat(40));
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert!(matches!(&p.whys[0], Why::HeadMoved { head, .. } if head.starts_with('m')));
         assert!(!p.whys.contains(&Why::Adopted), "HEAD must move back first");
     }
@@ -434,7 +479,7 @@ mod tests {
     fn a_difference_nothing_else_explains_is_named() {
         let mut path = patched("f", state("a"));
         path.was_patched = false;
-        let p = plan(decide(&facts(vec![path])));
+        let p = plan(decide_facts(&facts(vec![path])));
         assert_eq!(p.whys, vec![Why::Differs(vec!["f".to_string()])]);
     }
 
@@ -444,7 +489,7 @@ mod tests {
             stamp: StampFacts::Unreadable,
             ..facts(vec![patched("f", state("b"))])
         };
-        let p = plan(decide(&f));
+        let p = plan(decide_facts(&f));
         assert_eq!(p.whys[0], Why::UnreadableStamp);
     }
 }

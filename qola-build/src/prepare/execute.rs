@@ -14,7 +14,7 @@ use crate::common::tree_path::on_disk;
 use crate::prepare::decision::Plan;
 use crate::prepare::diff::{Change, render};
 use crate::prepare::git::state::workdir_content;
-use crate::prepare::observe::{Context, Observed, PinnedTree};
+use crate::prepare::observe::{Compared, PinnedTree, Run};
 use crate::prepare::patch::{Series, parse_patch};
 use crate::prepare::record::fingerprint::scan;
 use crate::prepare::record::snapshot::Snapshot;
@@ -26,25 +26,28 @@ use crate::prepare::sync::{Target, sync};
 
 /// Writes the prepared state as `plan` says; `report` is the status's report, completed here.
 pub(crate) fn execute(
-    ctx: &Context,
-    observed: Observed,
+    run: &Run,
+    compared: Compared,
     plan: &Plan,
     mut report: Preparation,
 ) -> Result<Preparation> {
-    let settings = ctx.settings;
+    let settings = run.settings;
     let root = &settings.root;
-    let directives = ctx.directives;
-    let mut tree = observed
-        .tree
-        .expect("a preparation is decided on the pinned tree");
+    let directives = run.directives;
+    let Compared {
+        mut tree,
+        key,
+        components,
+        expected_fingerprint,
+    } = compared;
     if !plan.edited.is_empty() {
-        save_edits(ctx, &tree, plan, &mut report)?;
+        save_edits(run, &tree, plan, &mut report)?;
     }
     let snapshot_file = settings.cache.as_ref().map(|c| Snapshot::file(c, root));
     if let Some(file) = &snapshot_file {
-        keep_cache_going(Snapshot::remove(file), &mut report, ctx);
+        keep_cache_going(Snapshot::remove(file), &mut report, run);
     }
-    tree.qola_dir.write_marker(&observed.key)?;
+    tree.qola_dir.write_marker(&key)?;
     tree.pinned.attach(root)?;
     let pinned_heads = tree.pinned.heads();
     let mut targets = BTreeMap::new();
@@ -58,7 +61,7 @@ pub(crate) fn execute(
             },
         );
     }
-    let patch_for = |path: &str| patch_touching(&ctx.series, path);
+    let patch_for = |path: &str| patch_touching(&run.series, path);
     let synced = sync(
         root,
         &tree.pinned,
@@ -94,17 +97,12 @@ pub(crate) fn execute(
     let repo_paths: Vec<String> = tree.pinned.repos.iter().map(|r| r.path.clone()).collect();
     let snapshot = snapshot_file
         .as_ref()
-        .and_then(|_| Snapshot::take(root, &repo_paths, &observed.key));
-    let expected_fingerprint = observed
-        .expected_fingerprint
-        .expect("a preparation knows the prepared fingerprint");
+        .and_then(|_| Snapshot::take(root, &repo_paths, &key));
     verify(&tree, &pinned_heads, &expected_fingerprint, root)?;
     tree.qola_dir.write_stamp(&Stamp {
         schema: crate::prepare::record::key::SCHEMA,
-        key: observed.key,
-        components: observed
-            .components
-            .expect("a preparation has the key's components"),
+        key,
+        components,
         fingerprint: expected_fingerprint.clone(),
         heads: pinned_heads,
         paths: tree.expected_paths,
@@ -112,7 +110,7 @@ pub(crate) fn execute(
         action: plan.action.as_str().to_string(),
     })?;
     if let (Some(snapshot), Some(file)) = (snapshot, &snapshot_file) {
-        keep_cache_going(snapshot.write(file), &mut report, ctx);
+        keep_cache_going(snapshot.write(file), &mut report, run);
     }
     tree.qola_dir.clear_marker()?;
     for warning in &tree.applied.offsets {
@@ -125,26 +123,21 @@ pub(crate) fn execute(
 /// Keeps the snapshot that the scan proved right (`up-to-date` in `prepare`): nothing is written
 /// in the checkout, only in qola's cache.
 pub(crate) fn keep_renewed_snapshot(
-    ctx: &Context,
-    observed: &mut Observed,
+    run: &Run,
+    renewed: Option<Snapshot>,
     report: &mut Preparation,
 ) {
-    if let (Some(snap), Some(cache)) = (observed.renewed_snapshot.take(), &ctx.settings.cache) {
-        let file = Snapshot::file(cache, &ctx.settings.root);
-        keep_cache_going(snap.write(&file), report, ctx);
+    if let (Some(snap), Some(cache)) = (renewed, &run.settings.cache) {
+        let file = Snapshot::file(cache, &run.settings.root);
+        keep_cache_going(snap.write(&file), report, run);
     }
 }
 
 /// Saves, before anything is written: local edits when forced; after an interrupted run, what
 /// differs from every known state (half-written by that run, or edited since); staged content
 /// apart from the work tree, in a patch of its own.
-fn save_edits(
-    ctx: &Context,
-    tree: &PinnedTree,
-    plan: &Plan,
-    report: &mut Preparation,
-) -> Result<()> {
-    let root = &ctx.settings.root;
+fn save_edits(run: &Run, tree: &PinnedTree, plan: &Plan, report: &mut Preparation) -> Result<()> {
+    let root = &run.settings.root;
     let mut changes = Vec::new();
     for path in &plan.edited {
         changes.push(Change {
@@ -187,7 +180,7 @@ fn save_edits(
             staged_backup.display()
         ));
     }
-    ctx.directives
+    run.directives
         .warning(&format!("{}: {message}", root.display()));
     report.reasons.push(Reason::new(kind, message));
     report.backup = Some(backup);
@@ -236,10 +229,10 @@ fn verify(
 }
 
 /// qola's cache is an optimisation: a failure to use it is a warning, never a failed prepare.
-fn keep_cache_going(result: Result<()>, report: &mut Preparation, ctx: &Context) {
+fn keep_cache_going(result: Result<()>, report: &mut Preparation, run: &Run) {
     if let Err(e) = result {
         let message = format!("qola's cache is not usable, so the next no-op check is slower: {e}");
-        ctx.directives.warning(&message);
+        run.directives.warning(&message);
         report.warnings.push(message);
     }
 }

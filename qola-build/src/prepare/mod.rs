@@ -45,7 +45,7 @@ use std::collections::BTreeSet;
 
 use crate::build_script::{Directives, Env};
 use crate::common::tree_path::{on_disk, shown};
-use crate::prepare::decision::{Decision, decide};
+use crate::prepare::decision::{Decision, Found, decide};
 use crate::prepare::diff::{Change, render};
 use crate::prepare::execute::{execute, keep_renewed_snapshot};
 use crate::prepare::git::checkout::open_checkout;
@@ -53,7 +53,7 @@ use crate::prepare::git::fetch::{clone_superproject, remove_partial_clones};
 use crate::prepare::git::lock::lock_checkout;
 use crate::prepare::git::pinned::{Pinned, Pristine};
 use crate::prepare::git::state::workdir_content;
-use crate::prepare::observe::{Context, Mode, Observed, observe, stamp_submodules};
+use crate::prepare::observe::{Compared, Mode, Observed, Run, Seen, observe, stamp_submodules};
 use crate::prepare::patch::PristineTree;
 use crate::prepare::record::fingerprint::scan;
 use crate::prepare::record::stamp::QolaDir;
@@ -75,10 +75,11 @@ impl Prepare {
     /// Prepares the tree (see the table in the crate docs). Local edits give
     /// [`PrepareError::Refused`], which carries the report.
     pub fn try_prepare(&self) -> Result<Preparation> {
-        self.prepare_with(&Directives::new(self.cargo_metadata))
+        self.prepare_emitting(&Directives::new(self.cargo_metadata))
     }
 
-    fn prepare_with(&self, directives: &Directives) -> Result<Preparation> {
+    /// [`Prepare::try_prepare`], with Cargo's directives going to `directives`.
+    fn prepare_emitting(&self, directives: &Directives) -> Result<Preparation> {
         let env = Env::new(directives);
         let settings = self.settings(&env, directives)?;
         let _lock = lock_checkout(&settings.root, |lock| {
@@ -89,44 +90,8 @@ impl Prepare {
             ))
         })?;
         remove_partial_clones(&settings.root);
-        let ctx = Context::new(&settings, &env, directives, Mode::Prepare)?;
-        if settings.skip {
-            return skip(&ctx);
-        }
-        let observed = observe(&ctx, None)?;
-        if decide(&observed.facts) == Decision::Clone {
-            let cloned = Why::NoCheckout {
-                root: settings.root.clone(),
-                url: settings.clone_url.clone(),
-                cloned: true,
-            };
-            let was_empty_dir = settings.root.is_dir();
-            // The `preparing` marker travels with the rename: a run killed before the tree is written
-            // finds it and recovers, instead of taking the unwritten tree for local edits.
-            let repo = clone_superproject(
-                &ctx.network(),
-                &settings.clone_url,
-                &settings.root,
-                &|git_dir| QolaDir::new(git_dir).write_marker("clone"),
-            )?;
-            // A first preparation that fails leaves no checkout: the clone is this run's own.
-            let prepared = observe(&ctx, Some(repo)).and_then(|observed| {
-                let decision = decide(&observed.facts);
-                let mut report = report(&ctx, &observed, &decision);
-                report.reasons.insert(0, cloned.reason());
-                act(&ctx, observed, decision, report)
-            });
-            if prepared.is_err() {
-                let _ = std::fs::remove_dir_all(&settings.root);
-                if was_empty_dir {
-                    let _ = std::fs::create_dir(&settings.root);
-                }
-            }
-            return prepared;
-        }
-        let decision = decide(&observed.facts);
-        let report = report(&ctx, &observed, &decision);
-        act(&ctx, observed, decision, report)
+        let run = Run::new(&settings, &env, directives, Mode::Prepare)?;
+        act(&run, observe(&run, None)?)
     }
 
     /// What [`Prepare::try_prepare`] would do and why. Writes nothing, takes no lock, never
@@ -135,24 +100,13 @@ impl Prepare {
         let directives = Directives::new(self.cargo_metadata);
         let env = Env::new(&directives);
         let settings = self.settings(&env, &directives)?;
-        let ctx = Context::new(&settings, &env, &directives, Mode::Status)?;
-        if settings.skip {
-            return skip(&ctx);
+        let run = Run::new(&settings, &env, &directives, Mode::Status)?;
+        let Observed { seen, found, .. } = observe(&run, None)?;
+        let decision = decide(found);
+        match &decision {
+            Decision::Skip => skip(&run),
+            _ => Ok(report(&run, &seen, &decision)),
         }
-        let observed = match observe(&ctx, None) {
-            Ok(observed) => observed,
-            Err(PrepareError::FetchNeeded { what }) => {
-                return Ok(Preparation {
-                    action: Action::Resync,
-                    reasons: vec![Why::FetchNeeded(what).reason()],
-                    inputs: inputs(&settings, &ctx.series),
-                    ..empty_report(&settings)
-                });
-            }
-            Err(e) => return Err(e),
-        };
-        let decision = decide(&observed.facts);
-        Ok(report(&ctx, &observed, &decision))
     }
 
     /// The local edits relative to the prepared state, as a patch in the series format
@@ -162,16 +116,18 @@ impl Prepare {
         let directives = Directives::new(self.cargo_metadata);
         let env = Env::new(&directives);
         let settings = self.settings(&env, &directives)?;
-        let ctx = Context::new(&settings, &env, &directives, Mode::Diff)?;
-        let observed = observe(&ctx, None)?;
-        let Some(tree) = &observed.tree else {
-            return match observed.facts.checkout {
-                decision::Checkout::Missing => Err(PrepareError::NotPrepared {
+        let run = Run::new(&settings, &env, &directives, Mode::Diff)?;
+        let compared = match observe(&run, None)?.found {
+            Found::Compared { tree, .. } => tree,
+            Found::Missing => {
+                return Err(PrepareError::NotPrepared {
                     root: settings.root.clone(),
-                }),
-                _ => Ok(Vec::new()),
-            };
+                });
+            }
+            Found::NeedsFetch(what) => return Err(PrepareError::FetchNeeded { what }),
+            Found::Skip | Found::Unchanged => return Ok(Vec::new()),
         };
+        let tree = &compared.tree;
         let mut changes = Vec::new();
         for path in &tree.candidates {
             let from = tree.expected_content(path)?;
@@ -188,21 +144,60 @@ impl Prepare {
     }
 }
 
-/// Carries `decision` out (a refusal becomes [`PrepareError::Refused`]).
-fn act(
-    ctx: &Context,
-    mut observed: Observed,
-    decision: Decision,
-    mut report: Preparation,
-) -> Result<Preparation> {
+/// Decides on what `observed` found and carries the decision out (a refusal becomes
+/// [`PrepareError::Refused`]).
+fn act(run: &Run, observed: Observed) -> Result<Preparation> {
+    let Observed {
+        seen,
+        renewed_snapshot,
+        found,
+    } = observed;
+    let decision = decide(found);
+    let mut report = report(run, &seen, &decision);
     match decision {
+        Decision::Skip => skip(run),
+        Decision::Clone => clone_and_prepare(run),
         Decision::UpToDate => {
-            keep_renewed_snapshot(ctx, &mut observed, &mut report);
+            keep_renewed_snapshot(run, renewed_snapshot, &mut report);
             Ok(report)
         }
         Decision::Refuse { .. } => Err(PrepareError::Refused(Box::new(report))),
-        Decision::Prepare(plan) => execute(ctx, observed, &plan, report),
-        Decision::Clone => unreachable!("a checkout is there"),
+        Decision::Prepare { plan, tree } => execute(run, tree, &plan, report),
+        Decision::FetchNeeded(what) => Err(PrepareError::FetchNeeded { what }),
+    }
+}
+
+/// No checkout: clones the superproject and acts on what observing the clone finds. A first
+/// preparation that fails leaves no checkout: the clone is this run's own.
+fn clone_and_prepare(run: &Run) -> Result<Preparation> {
+    let settings = run.settings;
+    let was_empty_dir = settings.root.is_dir();
+    // The `preparing` marker travels with the rename: a run killed before the tree is written
+    // finds it and recovers, instead of taking the unwritten tree for local edits.
+    let repo = clone_superproject(
+        &run.fetcher(),
+        &settings.clone_url,
+        &settings.root,
+        &|git_dir| QolaDir::new(git_dir).write_marker("clone"),
+    )?;
+    let prepared = observe(run, Some(repo)).and_then(|observed| act(run, observed));
+    match prepared {
+        Ok(mut report) => {
+            let cloned = Why::NoCheckout {
+                root: settings.root.clone(),
+                url: settings.clone_url.clone(),
+                cloned: true,
+            };
+            report.reasons.insert(0, cloned.reason());
+            Ok(report)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&settings.root);
+            if was_empty_dir {
+                let _ = std::fs::create_dir(&settings.root);
+            }
+            Err(e)
+        }
     }
 }
 
@@ -212,42 +207,40 @@ pub fn prepare_aiter() -> Result<Preparation> {
 }
 
 /// The report of a decision, before anything is executed.
-fn report(ctx: &Context, observed: &Observed, decision: &Decision) -> Preparation {
-    let (action, whys, edited): (Action, &[Why], &[String]) = match decision {
-        Decision::UpToDate => (Action::UpToDate, &[], &[]),
-        Decision::Clone => (Action::Clone, &[], &[]),
-        Decision::Refuse { whys, edited } => (Action::Refused, whys, edited),
-        Decision::Prepare(plan) => (plan.action, &plan.whys, &plan.edited),
-    };
-    let mut reasons: Vec<Reason> = whys.iter().map(Why::reason).collect();
-    if *decision == Decision::Clone {
-        reasons.push(
-            Why::NoCheckout {
-                root: ctx.settings.root.clone(),
-                url: ctx.settings.clone_url.clone(),
+fn report(run: &Run, seen: &Seen, decision: &Decision<Compared>) -> Preparation {
+    let settings = run.settings;
+    let (action, whys, edited): (Action, Vec<Why>, &[String]) = match decision {
+        Decision::Skip | Decision::UpToDate => (Action::UpToDate, Vec::new(), &[]),
+        Decision::Clone => (
+            Action::Clone,
+            vec![Why::NoCheckout {
+                root: settings.root.clone(),
+                url: settings.clone_url.clone(),
                 cloned: false,
-            }
-            .reason(),
-        );
-    }
-    let mut warnings = observed
-        .tree
-        .as_ref()
-        .map(|t| t.applied.offsets.clone())
-        .unwrap_or_default();
-    warnings.extend(observed.warnings.iter().cloned());
+            }],
+            &[],
+        ),
+        Decision::FetchNeeded(what) => (Action::Resync, vec![Why::FetchNeeded(what.clone())], &[]),
+        Decision::Refuse { whys, edited } => (Action::Refused, whys.clone(), edited),
+        Decision::Prepare { plan, .. } => (plan.action, plan.whys.clone(), &plan.edited),
+    };
+    let mut warnings = match decision {
+        Decision::Prepare { tree, .. } => tree.tree.applied.offsets.clone(),
+        _ => Vec::new(),
+    };
+    warnings.extend(seen.warnings.iter().cloned());
     Preparation {
         action,
-        reasons,
-        commit: observed.commit.clone(),
-        key: observed.key.clone(),
-        fingerprint: observed.fingerprint.clone(),
-        expected_fingerprint: observed.expected_fingerprint.clone(),
+        reasons: whys.iter().map(Why::reason).collect(),
+        commit: seen.commit.clone(),
+        key: seen.key.clone(),
+        fingerprint: seen.fingerprint.clone(),
+        expected_fingerprint: seen.expected_fingerprint.clone(),
         edited_paths: edited.iter().map(|p| shown(p)).collect(),
-        untracked_paths: observed.untracked.clone(),
+        untracked_paths: seen.untracked.clone(),
         warnings,
-        inputs: inputs(ctx.settings, &ctx.series),
-        ..empty_report(ctx.settings)
+        inputs: inputs(settings, &run.series),
+        ..empty_report(settings)
     }
 }
 
@@ -280,8 +273,8 @@ fn inputs(settings: &Settings, series: &crate::prepare::patch::Series) -> Vec<st
 }
 
 /// `QOLA_SKIP_PREPARE=1`: report how the tree differs from the prepared state, write nothing.
-fn skip(ctx: &Context) -> Result<Preparation> {
-    let (settings, directives) = (ctx.settings, ctx.directives);
+fn skip(run: &Run) -> Result<Preparation> {
+    let (settings, directives) = (run.settings, run.directives);
     let root = &settings.root;
     let Some(repo) = open_checkout(root)? else {
         return Err(PrepareError::SkipWithoutCheckout { root: root.clone() });
@@ -330,7 +323,7 @@ fn skip(ctx: &Context) -> Result<Preparation> {
         fingerprint,
         expected_fingerprint: stamp.map(|s| s.fingerprint),
         warnings: vec![message],
-        inputs: inputs(settings, &ctx.series),
+        inputs: inputs(settings, &run.series),
         ..empty_report(settings)
     })
 }
@@ -358,7 +351,7 @@ mod tests {
             .commit(&demo.commit)
             .patches_dir(&demo.patches)
             .cache_dir(tmp.path().join("cache"));
-        options.prepare_with(&directives).unwrap();
+        options.prepare_emitting(&directives).unwrap();
         let lines = directives.emitted();
         for name in [
             "QOLA_MANIFEST",

@@ -1,20 +1,26 @@
 //! Observing the checkout: everything the decision needs, gathered without writing in it.
 //!
-//! In order, cheapest first: the series, the checkout, the commit, the key and the stamp; then
-//! the stat snapshot (the common case, in milliseconds); then the full fingerprint scan; only when
-//! neither proves the tree up to date, the pinned repositories, the series applied in memory and
-//! every candidate path's states. The only writes are in qola's cache (a renewed snapshot, kept
-//! for the executor) and, when a submodule was never cloned, its clone.
+//! In order, cheapest first, each step its own function: [`open_checkout_of`] (is there one?),
+//! [`key_and_stamp`] (the commit, the key, the stamp), [`proved_by_snapshot`] (the common case,
+//! in milliseconds), [`proved_by_scan`] (the full fingerprint scan), and only when neither
+//! proves the tree up to date, [`compare`]: the pinned repositories, the series applied in
+//! memory and every candidate path's states. The only writes are in qola's cache (a renewed
+//! snapshot, kept for the executor) and, when a submodule was never cloned, its clone.
+//!
+//! What observing found is a value, [`Found`]: a skip that was asked for, no checkout, what a
+//! run that never fetches would need to fetch, a tree proved unchanged, or the [`Facts`] of a
+//! tree compared path by path together with that tree ([`Compared`]), which the decision hands
+//! on to the executor.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use git2::Repository;
+use git2::{Oid, Repository};
 
 use crate::build_script::{Directives, Env};
 use crate::common::tree_path::on_disk;
-use crate::prepare::decision::{Checkout, Facts, PathFacts, RepoFacts, StampFacts};
+use crate::prepare::decision::{Checkout, Facts, Found, PathFacts, RepoFacts, StampFacts};
 use crate::prepare::git::checkout::open_checkout;
-use crate::prepare::git::fetch::{Network, resolve_commit};
+use crate::prepare::git::fetch::{Fetcher, Network, Reach, resolve_commit};
 use crate::prepare::git::pinned::{Pinned, Pristine};
 use crate::prepare::git::state::{Entry, PathState, workdir_entry};
 use crate::prepare::git::untracked::untracked;
@@ -38,7 +44,7 @@ pub(crate) enum Mode {
 }
 
 /// One run's inputs.
-pub(crate) struct Context<'a> {
+pub(crate) struct Run<'a> {
     /// The resolved settings.
     pub settings: &'a Settings,
     /// The tracked environment.
@@ -51,14 +57,14 @@ pub(crate) struct Context<'a> {
     pub series: Series,
 }
 
-impl<'a> Context<'a> {
+impl<'a> Run<'a> {
     /// Reads the series (telling Cargo to watch it).
     pub(crate) fn new(
         settings: &'a Settings,
         env: &'a Env<'a>,
         directives: &'a Directives,
         mode: Mode,
-    ) -> Result<Context<'a>> {
+    ) -> Result<Run<'a>> {
         let series = load_series(&settings.series)?;
         if let Some(dir) = &series.dir {
             directives.rerun_if_changed(dir);
@@ -66,7 +72,7 @@ impl<'a> Context<'a> {
                 directives.rerun_if_changed(&patch.path);
             }
         }
-        Ok(Context {
+        Ok(Run {
             settings,
             env,
             directives,
@@ -89,26 +95,41 @@ impl<'a> Context<'a> {
             })
     }
 
+    /// What a preparation fetches with.
+    pub(crate) fn fetcher(&self) -> Fetcher<'a> {
+        Fetcher {
+            env: self.env,
+            offline: self.settings.offline,
+        }
+    }
+
     /// How this run may reach the network.
     pub(crate) fn network(&self) -> Network<'a> {
         match self.mode {
             Mode::Status | Mode::Diff => Network::Never,
-            Mode::Prepare if self.settings.offline => Network::Offline(self.env),
-            Mode::Prepare => Network::Online(self.env),
+            Mode::Prepare => Network::Fetch(self.fetcher()),
         }
     }
 }
 
-/// What observing found: the facts for the decision and what acting on it needs.
-pub(crate) struct Observed {
-    /// The decision's input.
-    pub facts: Facts,
-    /// The resolved commit (empty: no checkout).
+/// What observing found.
+pub(crate) struct Observed<T = Compared> {
+    /// What the report shows, whatever was found.
+    pub seen: Seen,
+    /// A snapshot taken before the scan that proved the tree unchanged (`prepare`): the
+    /// executor keeps it so the next build is fast again.
+    pub renewed_snapshot: Option<Snapshot>,
+    /// What was found: the decision's input.
+    pub found: Found<T>,
+}
+
+/// What a report shows of an observation.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    /// The resolved commit (empty: not resolved).
     pub commit: String,
     /// The key.
     pub key: String,
-    /// Its components (recorded in the stamp).
-    pub components: Option<KeyComponents>,
     /// The tree's fingerprint now.
     pub fingerprint: String,
     /// The prepared state's fingerprint, when known.
@@ -117,11 +138,18 @@ pub(crate) struct Observed {
     pub untracked: Vec<String>,
     /// Warnings (a branch as last fetched).
     pub warnings: Vec<String>,
-    /// A snapshot taken before the scan that proved the tree unchanged (`prepare`): the
-    /// executor keeps it so the next build is fast again.
-    pub renewed_snapshot: Option<Snapshot>,
-    /// The pinned state, when the tree had to be compared path by path.
-    pub tree: Option<PinnedTree>,
+}
+
+/// A tree compared path by path: everything a preparation needs to write the prepared state.
+pub(crate) struct Compared {
+    /// The pinned repositories, the series applied, the candidate paths.
+    pub tree: PinnedTree,
+    /// The key, recorded in the stamp.
+    pub key: String,
+    /// Its components (recorded in the stamp).
+    pub components: KeyComponents,
+    /// The prepared state's fingerprint.
+    pub expected_fingerprint: String,
 }
 
 /// The pinned repositories and the series applied to them, with the tree's candidate paths.
@@ -155,132 +183,225 @@ impl PinnedTree {
 
 /// Observes the checkout at the settings' root; with `cloned`, the repository this run just
 /// cloned there.
-pub(crate) fn observe(ctx: &Context, cloned: Option<Repository>) -> Result<Observed> {
-    let settings = ctx.settings;
-    let spec = ctx.spec()?;
-    let root = &settings.root;
-    let (repo, fresh) = match cloned {
-        Some(repo) => (repo, true),
-        None => match open_checkout(root)? {
-            Some(repo) => (repo, false),
-            None => return Ok(missing()),
-        },
+pub(crate) fn observe(run: &Run, cloned: Option<Repository>) -> Result<Observed> {
+    let found = |seen, found| Observed {
+        seen,
+        renewed_snapshot: None,
+        found,
     };
-    let net = ctx.network();
+    if run.settings.skip && run.mode != Mode::Diff {
+        return Ok(found(Seen::default(), Found::Skip));
+    }
+    let spec = run.spec()?;
+    let Some((repo, fresh)) = open_checkout_of(run, cloned)? else {
+        return Ok(found(Seen::default(), Found::Missing));
+    };
+    let net = run.network();
+    let (commit, branch_warning) = match resolve_commit(
+        &repo,
+        &run.settings.root,
+        spec,
+        &run.settings.clone_url,
+        &net,
+    )? {
+        Reach::Got(resolved) => resolved,
+        Reach::NeedsFetch(what) => return Ok(found(Seen::default(), Found::NeedsFetch(what))),
+    };
+    let keyed = key_and_stamp(run, &repo, commit, fresh);
+    let mut seen = Seen {
+        commit: commit.to_string(),
+        key: keyed.key.clone(),
+        warnings: branch_warning.into_iter().collect(),
+        ..Seen::default()
+    };
+    if let Some(proof) = proved_by_snapshot(run, &keyed)? {
+        seen.fingerprint = proof.fingerprint.clone();
+        seen.expected_fingerprint = Some(proof.fingerprint);
+        seen.untracked = proof.untracked;
+        return Ok(found(seen, Found::Unchanged));
+    }
+    let (now, renewed_snapshot) = proved_by_scan(run, &keyed)?;
+    seen.fingerprint = now.fingerprint();
+    seen.untracked = now.untracked.clone();
+    if let Some(stamp) = keyed.current_stamp()
+        && stamp.fingerprint == seen.fingerprint
+        && run.mode != Mode::Diff
+    {
+        seen.expected_fingerprint = Some(stamp.fingerprint.clone());
+        return Ok(Observed {
+            seen,
+            renewed_snapshot,
+            found: Found::Unchanged,
+        });
+    }
+    let pinned = match Pinned::open(
+        &run.settings.root,
+        repo,
+        commit,
+        &run.settings.clone_url,
+        fresh,
+        &net,
+    )? {
+        Reach::Got(pinned) => pinned,
+        Reach::NeedsFetch(what) => return Ok(found(seen, Found::NeedsFetch(what))),
+    };
+    let (facts, compared) = compare(run, keyed, pinned, &now, fresh)?;
+    seen.expected_fingerprint = Some(compared.expected_fingerprint.clone());
+    Ok(found(
+        seen,
+        Found::Compared {
+            facts,
+            tree: compared,
+        },
+    ))
+}
+
+/// The repository at the root and whether this run cloned it (`None`: no checkout).
+fn open_checkout_of(run: &Run, cloned: Option<Repository>) -> Result<Option<(Repository, bool)>> {
+    Ok(match cloned {
+        Some(repo) => Some((repo, true)),
+        None => open_checkout(&run.settings.root)?.map(|repo| (repo, false)),
+    })
+}
+
+/// The key of the resolved commit and what the checkout's stamp says.
+struct Keyed {
+    key: String,
+    components: KeyComponents,
+    stamp: Option<Stamp>,
+    stamp_exists: bool,
+    qola_dir: QolaDir,
+    /// The checkout was just cloned by this run.
+    fresh: bool,
+    /// A `preparing` marker was left by an interrupted run.
+    interrupted: bool,
+    /// The stamp may prove the tree unchanged: not fresh, not interrupted, not forced.
+    trusted: bool,
+}
+
+impl Keyed {
+    /// The stamp, when it is for this key and may be trusted.
+    fn current_stamp(&self) -> Option<&Stamp> {
+        self.stamp
+            .as_ref()
+            .filter(|s| self.trusted && s.key == self.key)
+    }
+}
+
+/// The key for `commit` and the stamp of the checkout.
+fn key_and_stamp(run: &Run, repo: &Repository, commit: Oid, fresh: bool) -> Keyed {
     let qola_dir = QolaDir::new(repo.path());
     let interrupted = !fresh && qola_dir.marker_present();
-    let (commit, branch_warning) = resolve_commit(&repo, root, spec, &settings.clone_url, &net)?;
-    let components = KeyComponents::new(&settings.url, &commit.to_string(), &ctx.series);
-    let key = components.key();
-    let stamp = qola_dir.read_stamp();
-    let mut observed = Observed {
-        facts: Facts {
-            checkout: if fresh {
-                Checkout::Cloned
-            } else {
-                Checkout::Present
-            },
-            interrupted,
-            force: settings.force,
-            stamp: match &stamp {
-                Some(stamp) => StampFacts::Present(components.changes_from(&stamp.components)),
-                None if qola_dir.stamp_exists() => StampFacts::Unreadable,
-                None => StampFacts::Missing,
-            },
-            unchanged: false,
-            differs: true,
-            repos: Vec::new(),
-            paths: Vec::new(),
-        },
-        commit: commit.to_string(),
-        key: key.clone(),
-        components: Some(components),
-        fingerprint: String::new(),
-        expected_fingerprint: None,
-        untracked: Vec::new(),
-        warnings: branch_warning.into_iter().collect(),
-        renewed_snapshot: None,
-        tree: None,
+    let components = KeyComponents::new(&run.settings.url, &commit.to_string(), &run.series);
+    Keyed {
+        key: components.key(),
+        components,
+        stamp: qola_dir.read_stamp(),
+        stamp_exists: qola_dir.stamp_exists(),
+        qola_dir,
+        fresh,
+        interrupted,
+        trusted: !fresh && !interrupted && !run.settings.force,
+    }
+}
+
+/// What proved a tree unchanged.
+struct Proof {
+    fingerprint: String,
+    untracked: Vec<String>,
+}
+
+/// The common case, in milliseconds: the snapshot proves the tree unchanged since it was
+/// prepared for this key. `status` lists untracked paths too: walked while the snapshot is
+/// checked.
+fn proved_by_snapshot(run: &Run, keyed: &Keyed) -> Result<Option<Proof>> {
+    let root = &run.settings.root;
+    let (Some(stamp), Some(cache)) = (keyed.current_stamp(), &run.settings.cache) else {
+        return Ok(None);
     };
-
-    // The common case, in milliseconds: the snapshot proves the tree unchanged since it was
-    // prepared for this key.
-    let trusted = !fresh && !interrupted && !settings.force;
-    let current_stamp = stamp.as_ref().filter(|s| trusted && s.key == key);
-    let snapshot_file = settings.cache.as_ref().map(|c| Snapshot::file(c, root));
-    if let (Some(stamp), Some(file)) = (current_stamp, &snapshot_file)
-        && let Some(snap) = Snapshot::read(file)
-    {
-        // `status` lists untracked paths too: walk for them while the snapshot is checked.
-        let (matches, listed) = std::thread::scope(|scope| {
-            let walk = (ctx.mode == Mode::Status).then(|| {
-                scope.spawn(|| {
-                    let (files, repos) = snap.tracked();
-                    untracked(root, &files, &repos)
-                })
-            });
-            let matches = snap.matches(root, &key);
-            (
-                matches,
-                walk.map(|w| w.join().expect("the untracked walk panicked")),
-            )
+    let Some(snap) = Snapshot::read(&Snapshot::file(cache, root)) else {
+        return Ok(None);
+    };
+    let (matches, listed) = std::thread::scope(|scope| {
+        let walk = (run.mode == Mode::Status).then(|| {
+            scope.spawn(|| {
+                let (files, repos) = snap.tracked();
+                untracked(root, &files, &repos)
+            })
         });
-        if matches {
-            observed.facts.unchanged = true;
-            observed.fingerprint = stamp.fingerprint.clone();
-            observed.expected_fingerprint = Some(stamp.fingerprint.clone());
-            observed.untracked = listed.transpose()?.unwrap_or_default();
-            return Ok(observed);
-        }
+        let matches = snap.matches(root, &keyed.key);
+        (
+            matches,
+            walk.map(|w| w.join().expect("the untracked walk panicked")),
+        )
+    });
+    if !matches {
+        return Ok(None);
     }
+    Ok(Some(Proof {
+        fingerprint: stamp.fingerprint.clone(),
+        untracked: listed.transpose()?.unwrap_or_default(),
+    }))
+}
 
-    // The full scan decides. When it may find the tree up to date, a new snapshot is taken
-    // first (a snapshot must precede the scan that verifies it), so the next build is fast again.
-    if let (Some(stamp), Some(_), Mode::Prepare) = (current_stamp, &snapshot_file, ctx.mode) {
-        let repos: Vec<String> = stamp.heads.keys().cloned().collect();
-        observed.renewed_snapshot = Snapshot::take(root, &repos, &key);
-    }
-    let now = if fresh {
+/// The full scan of the tree's state. When it may find the tree up to date (`prepare`), a new
+/// snapshot is taken first (a snapshot must precede the scan that verifies it), so the next
+/// build is fast again: returned to be kept only if the scan proves the tree unchanged.
+fn proved_by_scan(run: &Run, keyed: &Keyed) -> Result<(TreeScan, Option<Snapshot>)> {
+    let root = &run.settings.root;
+    let renewed = match (keyed.current_stamp(), &run.settings.cache, run.mode) {
+        (Some(stamp), Some(_), Mode::Prepare) => {
+            let repos: Vec<String> = stamp.heads.keys().cloned().collect();
+            Snapshot::take(root, &repos, &keyed.key)
+        }
+        _ => None,
+    };
+    let now = if keyed.fresh {
         TreeScan::default()
     } else {
         scan(
             root,
-            ctx.mode == Mode::Status,
-            &stamp_submodules(stamp.as_ref()),
+            run.mode == Mode::Status,
+            &stamp_submodules(keyed.stamp.as_ref()),
         )?
     };
-    observed.fingerprint = now.fingerprint();
-    observed.untracked = now.untracked.clone();
-    if let Some(stamp) = current_stamp.filter(|s| s.fingerprint == observed.fingerprint)
-        && ctx.mode != Mode::Diff
-    {
-        observed.facts.unchanged = true;
-        observed.expected_fingerprint = Some(stamp.fingerprint.clone());
-        return Ok(observed);
-    }
-    observed.renewed_snapshot = None;
+    Ok((now, renewed))
+}
 
-    let pinned = Pinned::open(root, repo, commit, &settings.clone_url, fresh, &net)?;
-    let applied = apply_series(&ctx.series, &pinned, &commit.to_string())?;
+/// The tree compared path by path with the prepared state: the series applied to the pinned
+/// repositories, the candidate paths and every state each has or had.
+fn compare(
+    run: &Run,
+    keyed: Keyed,
+    pinned: Pinned,
+    now: &TreeScan,
+    fresh: bool,
+) -> Result<(Facts, Compared)> {
+    let commit = pinned.repos[0].commit.to_string();
+    let applied = apply_series(&run.series, &pinned, &commit)?;
     let expected_paths: BTreeMap<String, PathState> = applied
         .files
         .iter()
         .map(|(p, c)| (p.clone(), c.as_ref().map(Entry::of)))
         .collect();
     let expected_fingerprint = fingerprint_of(&pinned.heads(), &expected_paths);
-    observed.facts.differs = observed.fingerprint != expected_fingerprint;
-    observed.expected_fingerprint = Some(expected_fingerprint);
-    let candidates = candidates(&pinned, &applied, &now, stamp.as_ref())?;
+    let candidates = candidates(&pinned, &applied, now, keyed.stamp.as_ref())?;
     let mut tree = PinnedTree {
-        qola_dir,
+        qola_dir: keyed.qola_dir,
         pinned,
         applied,
         expected_paths,
         candidates,
         current: BTreeMap::new(),
     };
-    observed.facts.paths = path_facts(&mut tree, &now, stamp.as_ref(), fresh, root)?;
-    observed.facts.repos = tree
+    let paths = path_facts(
+        &mut tree,
+        now,
+        keyed.stamp.as_ref(),
+        fresh,
+        &run.settings.root,
+    )?;
+    let repos = tree
         .pinned
         .repos
         .iter()
@@ -290,33 +411,32 @@ pub(crate) fn observe(ctx: &Context, cloned: Option<Repository>) -> Result<Obser
             pinned: r.commit.to_string(),
         })
         .collect();
-    observed.tree = Some(tree);
-    Ok(observed)
-}
-
-/// No checkout at the root.
-fn missing() -> Observed {
-    Observed {
-        facts: Facts {
-            checkout: Checkout::Missing,
-            interrupted: false,
-            force: false,
-            stamp: StampFacts::Missing,
-            unchanged: false,
-            differs: true,
-            repos: Vec::new(),
-            paths: Vec::new(),
+    let facts = Facts {
+        checkout: if fresh {
+            Checkout::Cloned
+        } else {
+            Checkout::Present
         },
-        commit: String::new(),
-        key: String::new(),
-        components: None,
-        fingerprint: String::new(),
-        expected_fingerprint: None,
-        untracked: Vec::new(),
-        warnings: Vec::new(),
-        renewed_snapshot: None,
-        tree: None,
-    }
+        interrupted: keyed.interrupted,
+        force: run.settings.force,
+        stamp: match &keyed.stamp {
+            Some(stamp) => StampFacts::Present(keyed.components.changes_from(&stamp.components)),
+            None if keyed.stamp_exists => StampFacts::Unreadable,
+            None => StampFacts::Missing,
+        },
+        differs: now.fingerprint() != expected_fingerprint,
+        repos,
+        paths,
+    };
+    Ok((
+        facts,
+        Compared {
+            tree,
+            key: keyed.key,
+            components: keyed.components,
+            expected_fingerprint,
+        },
+    ))
 }
 
 /// Every state of every candidate path (and each one's work-tree state, kept in `tree.current`

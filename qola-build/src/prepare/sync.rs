@@ -78,7 +78,7 @@ impl Backup {
 
 /// The writes of a sync, planned and checked before the first one.
 #[derive(Default)]
-struct Plan {
+struct Checked {
     /// Work-tree paths (superproject-relative) to move into the backup first.
     move_aside: BTreeSet<String>,
 }
@@ -92,7 +92,7 @@ pub(crate) fn sync(
     patch_for: &dyn Fn(&str) -> String,
     backup_dir: PathBuf,
 ) -> Result<Synced> {
-    let plan = plan(root, pinned, targets, patch_for)?;
+    let plan = check_writes(root, pinned, targets, patch_for)?;
     let mut backup = Backup {
         dir: backup_dir,
         used: false,
@@ -161,13 +161,13 @@ fn keep_if_changed_meanwhile(
 }
 
 /// Checks every write of a sync before the first one and lists what must be moved aside.
-fn plan(
+fn check_writes(
     root: &Path,
     pinned: &Pinned,
     targets: &BTreeMap<String, Target>,
     patch_for: &dyn Fn(&str) -> String,
-) -> Result<Plan> {
-    let mut plan = Plan::default();
+) -> Result<Checked> {
+    let mut plan = Checked::default();
     let removed = |p: &str| targets.get(p).is_some_and(|t| t.content.is_none());
     for (path, target) in targets {
         let refuse = |why: String| PrepareError::UnsafePatchPath {

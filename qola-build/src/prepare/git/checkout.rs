@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use crate::prepare::git::fetch::Network;
+use crate::prepare::git::fetch::{Network, Reach};
 use crate::prepare::git::pinned::{Pinned, PinnedRepo};
 use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{PrepareError, Result, git_error};
@@ -107,11 +107,14 @@ pub(crate) fn open_detached_submodule(
     url: &str,
     net: &Network,
     root: &Path,
-) -> Result<Repository> {
+) -> Result<Reach<Repository>> {
     let workdir = parent.workdir.join(path);
     let gitdir = modules_dir(parent, name);
     if !gitdir.join("HEAD").exists() {
-        let git = net.git(&format!("clone submodule {path} from {url}"), root, url)?;
+        let git = match net.git(&format!("clone submodule {path} from {url}"), root, url)? {
+            Reach::Got(git) => git,
+            Reach::NeedsFetch(what) => return Ok(Reach::NeedsFetch(what)),
+        };
         if let Ok(mut entries) = std::fs::read_dir(&workdir)
             && entries.next().is_some()
         {
@@ -141,10 +144,14 @@ pub(crate) fn open_detached_submodule(
             &format!("clone submodule {path}"),
             "check the submodule URL in .gitmodules of the pinned commit and your network/credentials",
         )?;
-        return Repository::open(&workdir).map_err(git_error("open the submodule", &workdir));
+        return Repository::open(&workdir)
+            .map(Reach::Got)
+            .map_err(git_error("open the submodule", &workdir));
     }
     // Its `core.worktree` names the work tree: libgit2 finds it from the git directory.
-    Repository::open(&gitdir).map_err(git_error("open the submodule's repository", &gitdir))
+    Repository::open(&gitdir)
+        .map(Reach::Got)
+        .map_err(git_error("open the submodule's repository", &gitdir))
 }
 
 /// The git directory of the submodule `name` of `parent`, as git lays it out.

@@ -14,31 +14,56 @@ use crate::prepare::git::url::is_local_url;
 use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{PrepareError, Result, git_error};
 
-/// How a preparation may reach the network.
+/// How a run may reach the network.
+#[derive(Clone, Copy)]
 pub(crate) enum Network<'e> {
-    /// Clone and fetch with `git` when something is missing.
-    Online(&'e Env<'e>),
-    /// `QOLA_OFFLINE=1` / `CARGO_NET_OFFLINE=true`: a missing object is an error, unless the
-    /// URL is a local path (`file://` or a directory), which needs no network.
-    Offline(&'e Env<'e>),
-    /// `qola status`: never fetch; a missing object is reported as [`PrepareError::FetchNeeded`].
+    /// `prepare`: fetch (clone) with `git` when something is missing.
+    Fetch(Fetcher<'e>),
+    /// `qola status` and `qola diff`: never fetch; what would need a fetch is said as
+    /// [`Reach::NeedsFetch`].
     Never,
 }
 
-impl Network<'_> {
+/// What a preparation fetches with: the `git` command, online or offline.
+#[derive(Clone, Copy)]
+pub(crate) struct Fetcher<'e> {
+    /// Where `git` is looked up (`QOLA_GIT`).
+    pub env: &'e Env<'e>,
+    /// `QOLA_OFFLINE=1` / `CARGO_NET_OFFLINE=true`: a missing object is an error, unless the
+    /// URL is a local path (`file://` or a directory), which needs no network.
+    pub offline: bool,
+}
+
+/// What reaching for something gave: it, or (a run that never fetches) what fetching it would
+/// be for.
+pub(crate) enum Reach<T> {
+    /// It is here.
+    Got(T),
+    /// It is not here; getting it needs a fetch, described.
+    NeedsFetch(String),
+}
+
+impl Fetcher<'_> {
     /// The git command for `what` from `url`, or the error saying why the network cannot be
     /// used.
     pub(crate) fn git(&self, what: &str, root: &Path, url: &str) -> Result<GitCli> {
-        match self {
-            Network::Online(env) => GitCli::find(env, what),
-            Network::Offline(env) if is_local_url(url) => GitCli::find(env, what),
-            Network::Offline(_) => Err(PrepareError::Offline {
+        if self.offline && !is_local_url(url) {
+            return Err(PrepareError::Offline {
                 what: what.to_string(),
                 root: root.to_path_buf(),
-            }),
-            Network::Never => Err(PrepareError::FetchNeeded {
-                what: what.to_string(),
-            }),
+            });
+        }
+        GitCli::find(self.env, what)
+    }
+}
+
+impl Network<'_> {
+    /// The git command for `what` from `url`, or, for a run that never fetches, what it would
+    /// be for.
+    pub(crate) fn git(&self, what: &str, root: &Path, url: &str) -> Result<Reach<GitCli>> {
+        match self {
+            Network::Fetch(fetcher) => fetcher.git(what, root, url).map(Reach::Got),
+            Network::Never => Ok(Reach::NeedsFetch(what.to_string())),
         }
     }
 }
@@ -48,12 +73,12 @@ impl Network<'_> {
 /// `before_rename` gets the clone's git directory just before the rename (what it writes there
 /// travels with the clone).
 pub(crate) fn clone_superproject(
-    net: &Network,
+    fetcher: &Fetcher,
     url: &str,
     root: &Path,
     before_rename: &dyn Fn(&Path) -> Result<()>,
 ) -> Result<Repository> {
-    let git = net.git(&format!("clone {url} into {}", root.display()), root, url)?;
+    let git = fetcher.git(&format!("clone {url} into {}", root.display()), root, url)?;
     let parent = root.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io_error("create the directory", parent))?;
     let name = root
@@ -151,18 +176,18 @@ fn lookup(repo: &Repository, spec: &str, remote_branch: bool) -> Option<Oid> {
 }
 
 /// Resolves `spec` (full or short SHA, tag, branch) to a commit of the checkout, fetching only
-/// when needed. Returns the commit and a warning when an offline build used a branch as last
-/// fetched.
+/// when needed. Returns the commit and a warning when an offline build (or a run that never
+/// fetches) used a branch as last fetched.
 pub(crate) fn resolve_commit(
     repo: &Repository,
     root: &Path,
     spec: &str,
     url: &str,
     net: &Network,
-) -> Result<(Oid, Option<String>)> {
+) -> Result<Reach<(Oid, Option<String>)>> {
     let looks_like_sha = is_hex(spec) && spec.len() >= 4;
     if let Some(id) = lookup(repo, spec, false) {
-        return Ok((id, None));
+        return Ok(Reach::Got((id, None)));
     }
     let not_found = |detail: &str| PrepareError::CommitNotFound {
         spec: spec.to_string(),
@@ -172,19 +197,22 @@ pub(crate) fn resolve_commit(
     };
     if !looks_like_sha && let Some(id) = lookup(repo, spec, true) {
         let warning = match net {
-            Network::Offline(_) => Some(format!(
+            Network::Fetch(Fetcher { offline: true, .. }) => Some(format!(
                 "offline: using branch `{spec}` as last fetched (origin/{spec} = {id})"
             )),
             Network::Never => Some(format!(
                 "status does not fetch: branch `{spec}` as last fetched (origin/{spec} = {id}); `prepare` fetches it first and follows it if it moved"
             )),
-            Network::Online(_) => None,
+            Network::Fetch(_) => None,
         };
         if let Some(warning) = warning {
-            return Ok((id, Some(warning)));
+            return Ok(Reach::Got((id, Some(warning))));
         }
     }
-    let git = net.git(&format!("fetch `{spec}` from {url}"), root, url)?;
+    let git = match net.git(&format!("fetch `{spec}` from {url}"), root, url)? {
+        Reach::Got(git) => git,
+        Reach::NeedsFetch(what) => return Ok(Reach::NeedsFetch(what)),
+    };
     let hint = "check aiter_commit and aiter_url; run the command above by hand to see more";
     if !looks_like_sha {
         // A branch: refresh it from origin every time (never trust a stale local ref).
@@ -199,7 +227,7 @@ pub(crate) fn resolve_commit(
             .is_ok()
         {
             return lookup(repo, spec, true)
-                .map(|id| (id, None))
+                .map(|id| Reach::Got((id, None)))
                 .ok_or_else(|| not_found("; the branch fetched but did not resolve"));
         }
     } else if spec.len() == 40 {
@@ -210,12 +238,12 @@ pub(crate) fn resolve_commit(
             hint,
         );
         if let Some(id) = lookup(repo, spec, false) {
-            return Ok((id, None));
+            return Ok(Reach::Got((id, None)));
         }
     }
     fetch_all(&git, root, url, hint)?;
     lookup(repo, spec, !looks_like_sha)
-        .map(|id| (id, None))
+        .map(|id| Reach::Got((id, None)))
         .ok_or_else(|| not_found("; not found after fetching all branches and tags"))
 }
 
@@ -243,15 +271,18 @@ pub(crate) fn ensure_commit(
     commit: Oid,
     url: &str,
     net: &Network,
-) -> Result<()> {
+) -> Result<Reach<()>> {
     if repo.find_commit(commit).is_ok() {
-        return Ok(());
+        return Ok(Reach::Got(()));
     }
-    let git = net.git(
+    let git = match net.git(
         &format!("fetch commit {commit} into {}", workdir.display()),
         workdir,
         url,
-    )?;
+    )? {
+        Reach::Got(git) => git,
+        Reach::NeedsFetch(what) => return Ok(Reach::NeedsFetch(what)),
+    };
     let hint = "the pinned commit records a submodule commit its remote does not have";
     let sha = commit.to_string();
     if git
@@ -265,8 +296,10 @@ pub(crate) fn ensure_commit(
     {
         fetch_all(&git, workdir, url, hint)?;
     }
-    repo.find_commit(commit).map(|_| ()).map_err(git_error(
-        &format!("find commit {commit} after fetching"),
-        workdir,
-    ))
+    repo.find_commit(commit)
+        .map(|_| Reach::Got(()))
+        .map_err(git_error(
+            &format!("find commit {commit} after fetching"),
+            workdir,
+        ))
 }

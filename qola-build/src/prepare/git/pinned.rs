@@ -9,7 +9,7 @@ use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
 use crate::common::text::join;
 use crate::prepare::git::checkout::{open_detached_submodule, open_submodule};
-use crate::prepare::git::fetch::{Network, ensure_commit};
+use crate::prepare::git::fetch::{Network, Reach, ensure_commit};
 use crate::prepare::git::state::{
     Entry, FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK, PathState,
 };
@@ -142,7 +142,8 @@ fn submodule_config(
 }
 
 impl Pinned {
-    /// Opens (and with `net`, clones or fetches) every repository of the pinned state.
+    /// Opens (and with `net`, clones or fetches) every repository of the pinned state; a run
+    /// that never fetches gets what it would have fetched.
     pub(crate) fn open(
         root: &Path,
         repo: Repository,
@@ -150,7 +151,7 @@ impl Pinned {
         url: &str,
         fresh: bool,
         net: &Network,
-    ) -> Result<Pinned> {
+    ) -> Result<Reach<Pinned>> {
         let mut repos = vec![PinnedRepo {
             path: String::new(),
             workdir: root.to_path_buf(),
@@ -183,12 +184,18 @@ impl Pinned {
                 let sub_url = resolve_relative_url(&parent.url, &sub_url);
                 let (repo, fresh) = match open_submodule(&workdir) {
                     Some(repo) => (repo, false),
-                    None => (
-                        open_detached_submodule(parent, &path, &name, &sub_url, net, root)?,
-                        true,
-                    ),
+                    None => {
+                        match open_detached_submodule(parent, &path, &name, &sub_url, net, root)? {
+                            Reach::Got(repo) => (repo, true),
+                            Reach::NeedsFetch(what) => return Ok(Reach::NeedsFetch(what)),
+                        }
+                    }
                 };
-                ensure_commit(&repo, &workdir, sub_commit, &sub_url, net)?;
+                if let Reach::NeedsFetch(what) =
+                    ensure_commit(&repo, &workdir, sub_commit, &sub_url, net)?
+                {
+                    return Ok(Reach::NeedsFetch(what));
+                }
                 found.push(PinnedRepo {
                     path: full,
                     workdir,
@@ -203,7 +210,7 @@ impl Pinned {
             next += 1;
         }
         repos[1..].sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Pinned { repos })
+        Ok(Reach::Got(Pinned { repos }))
     }
 
     /// The repository owning `path` and the path relative to it.

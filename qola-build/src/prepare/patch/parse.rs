@@ -281,51 +281,96 @@ struct GitHeader {
 /// line when both of its sides agree; anything else is an error.
 fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)> {
     let head = text(lines[start]);
-    let default = default_name(&head["diff --git ".len()..], start + 1)?;
-    let mut names = GitHeader::default();
-    let mut file = FilePatch {
-        old_path: None,
-        new_path: None,
-        old_mode: None,
-        new_mode: None,
-        copy: false,
-        old_id: None,
-        body: Body::None,
+    let mut section = Section {
+        default: default_name(&head["diff --git ".len()..], start + 1)?,
+        names: GitHeader::default(),
+        file: FilePatch {
+            old_path: None,
+            new_path: None,
+            old_mode: None,
+            new_mode: None,
+            copy: false,
+            old_id: None,
+            body: Body::None,
+        },
+        seen: Vec::new(),
     };
     let mut i = start + 1;
     let mut body_end = None;
-    let mut seen: Vec<&str> = Vec::new();
     while i < lines.len() {
         let l = text(lines[i]);
         let n = i + 1;
-        if let Some(keyword) = HEADER_KEYWORDS.iter().find(|k| l.starts_with(*k)) {
-            if seen.contains(keyword) {
-                return err(
-                    n,
-                    format!("`{}` appears twice in one file's header", keyword.trim()),
-                );
-            }
-            seen.push(keyword);
-            let kinds = |set: &[&str]| seen.iter().filter(|s| set.contains(s)).count();
-            if kinds(&[
-                "new file mode ",
-                "deleted file mode ",
-                "rename from ",
-                "copy from ",
-            ]) > 1
-                || kinds(&[
-                    "new file mode ",
-                    "deleted file mode ",
-                    "rename to ",
-                    "copy to ",
-                ]) > 1
-            {
-                return err(
-                    n,
-                    "the header mixes a creation, a deletion, a rename or a copy of one file",
-                );
-            }
+        section.keyword_once(&l, n)?;
+        if section.extended_header_line(&l, n)? {
+            i += 1;
+            continue;
         }
+        if let Some(minus) = l.strip_prefix("--- ") {
+            body_end = Some(section.text_body(lines, i, minus)?);
+        } else if l.starts_with("+++ ") {
+            return err(n, "`+++` line without a `---` line before it");
+        } else if l == "GIT binary patch" {
+            body_end = Some(section.binary_body(lines, i)?);
+        } else if l.starts_with("Binary files ") && l.ends_with(" differ") {
+            section.file.body = Body::BinaryWithoutData;
+            body_end = Some(i + 1);
+        }
+        break;
+    }
+    let file = section.finish(start + 1, i + 1)?;
+    Ok((file, body_end.unwrap_or(i)))
+}
+
+/// A `diff --git` section while it is read.
+struct Section<'a> {
+    /// The name the `diff --git` line gives, when both of its sides agree.
+    default: Option<String>,
+    names: GitHeader,
+    file: FilePatch,
+    /// The header keywords seen so far.
+    seen: Vec<&'a str>,
+}
+
+impl Section<'_> {
+    /// Refuses a header keyword seen twice, and a header that mixes a creation, a deletion, a
+    /// rename or a copy of one file.
+    fn keyword_once(&mut self, l: &str, n: usize) -> Result<()> {
+        let Some(keyword) = HEADER_KEYWORDS.iter().find(|k| l.starts_with(*k)) else {
+            return Ok(());
+        };
+        if self.seen.contains(keyword) {
+            return err(
+                n,
+                format!("`{}` appears twice in one file's header", keyword.trim()),
+            );
+        }
+        self.seen.push(keyword);
+        let kinds = |set: &[&str]| self.seen.iter().filter(|s| set.contains(s)).count();
+        let from = [
+            "new file mode ",
+            "deleted file mode ",
+            "rename from ",
+            "copy from ",
+        ];
+        let to = [
+            "new file mode ",
+            "deleted file mode ",
+            "rename to ",
+            "copy to ",
+        ];
+        if kinds(&from) > 1 || kinds(&to) > 1 {
+            return err(
+                n,
+                "the header mixes a creation, a deletion, a rename or a copy of one file",
+            );
+        }
+        Ok(())
+    }
+
+    /// Reads one extended header line (modes, creation, deletion, rename, copy, similarity,
+    /// `index`); `false` when `l` is none of them.
+    fn extended_header_line(&mut self, l: &str, n: usize) -> Result<bool> {
+        let (file, names) = (&mut self.file, &mut self.names);
         if let Some(v) = l.strip_prefix("old mode ") {
             file.old_mode = Some(parse_mode(v, n)?);
         } else if let Some(v) = l.strip_prefix("new mode ") {
@@ -356,154 +401,172 @@ fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)
             file.copy = true;
         } else if l.starts_with("similarity index ") || l.starts_with("dissimilarity index ") {
         } else if let Some(v) = l.strip_prefix("index ") {
-            let (ids, mode) = match v.split_once(' ') {
-                Some((ids, mode)) => (ids, Some(mode)),
-                None => (v, None),
-            };
-            let Some((old_id, new_id)) = ids.split_once("..") else {
-                return err(
-                    n,
-                    format!("bad `index` line `{l}` (expected `index OLD..NEW [MODE]`)"),
-                );
-            };
-            let hex = |id: &str| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
-            if !hex(old_id) || !hex(new_id) {
-                return err(n, format!("bad blob ids in `{l}`"));
-            }
-            file.old_id = Some(old_id.to_string());
-            if let Some(mode) = mode {
-                let mode = parse_mode(mode, n)?;
-                file.old_mode.get_or_insert(mode);
-            }
-        } else if let Some(minus) = l.strip_prefix("--- ") {
-            let Some(plus) = lines.get(i + 1).filter(|p| p.starts_with(b"+++ ")) else {
-                return err(n, "`---` line without a following `+++` line");
-            };
-            let old = parse_header_path(minus, n)?;
-            let new = parse_header_path(&text(&plus[4..]), n + 1)?;
-            // git would take differing names here for a rename; qola wants `rename` lines.
-            let moved_by_header = seen
-                .iter()
-                .any(|k| k.starts_with("rename") || k.starts_with("copy"));
-            if !moved_by_header
-                && let (Some(a), Some(b)) = (&old, &new)
-                && a != b
+            index_line(file, l, v, n)?;
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Reads the `---`/`+++` pair at `i` and the hunks after it; returns the index after them.
+    fn text_body(&mut self, lines: &[&[u8]], i: usize, minus: &str) -> Result<usize> {
+        let n = i + 1;
+        let Some(plus) = lines.get(i + 1).filter(|p| p.starts_with(b"+++ ")) else {
+            return err(n, "`---` line without a following `+++` line");
+        };
+        let old = parse_header_path(minus, n)?;
+        let new = parse_header_path(&text(&plus[4..]), n + 1)?;
+        // git would take differing names here for a rename; qola wants `rename` lines.
+        let moved_by_header = self
+            .seen
+            .iter()
+            .any(|k| k.starts_with("rename") || k.starts_with("copy"));
+        if !moved_by_header
+            && let (Some(a), Some(b)) = (&old, &new)
+            && a != b
+        {
+            return err(
+                n,
+                format!("`---` names {a} but `+++` names {b}, and no `rename` line says it moves"),
+            );
+        }
+        for (name, at) in [(&old, n), (&new, n + 1)] {
+            if let (Some(name), Some(default)) = (name, &self.default)
+                && name != default
+                && !moved_by_header
             {
                 return err(
-                    n,
+                    at,
                     format!(
-                        "`---` names {a} but `+++` names {b}, and no `rename` line says it moves"
+                        "inconsistent file name: {name}, the `diff --git` line names {default}"
                     ),
                 );
             }
-            for (name, at) in [(&old, n), (&new, n + 1)] {
-                if let (Some(name), Some(default)) = (name, &default)
-                    && name != default
-                    && !moved_by_header
-                {
-                    return err(
-                        at,
-                        format!(
-                            "inconsistent file name: {name}, the `diff --git` line names {default}"
-                        ),
-                    );
-                }
-            }
-            verify_name(&mut names.old, &mut names.old_named, old, "old", n)?;
-            verify_name(&mut names.new, &mut names.new_named, new, "new", n + 1)?;
-            let (hunks, next) = parse_hunks(lines, i + 2)?;
-            if hunks.is_empty() {
-                return err(
-                    i + 3,
-                    "`---`/`+++` header without a hunk after it (a stray line before `@@`?)",
-                );
-            }
-            file.body = Body::Text(hunks);
-            body_end = Some(next);
-            break;
-        } else if l.starts_with("+++ ") {
-            return err(n, "`+++` line without a `---` line before it");
-        } else if l == "GIT binary patch" {
-            let (forward, mut next) = decode_binary_block(lines, i + 1)?;
-            if lines
-                .get(next)
-                .is_some_and(|l| l.starts_with(b"literal ") || l.starts_with(b"delta "))
-            {
-                next = decode_binary_block(lines, next)?.1;
-            }
-            file.body = Body::Binary(forward);
-            body_end = Some(next);
-            break;
-        } else if l.starts_with("Binary files ") && l.ends_with(" differ") {
-            file.body = Body::BinaryWithoutData;
-            body_end = Some(i + 1);
-            break;
-        } else {
-            break;
         }
-        i += 1;
-    }
-    if names.old.is_none() && names.new.is_none() {
-        let Some(name) = default else {
+        let names = &mut self.names;
+        verify_name(&mut names.old, &mut names.old_named, old, "old", n)?;
+        verify_name(&mut names.new, &mut names.new_named, new, "new", n + 1)?;
+        let (hunks, next) = parse_hunks(lines, i + 2)?;
+        if hunks.is_empty() {
             return err(
-                start + 1,
-                "the `diff --git` line names two different paths and no `rename`/`---`/`+++` line says which: the header is truncated or corrupt",
+                i + 3,
+                "`---`/`+++` header without a hunk after it (a stray line before `@@`?)",
             );
-        };
-        names.old = (!names.is_new).then(|| name.clone());
-        names.new = (!names.is_delete).then_some(name);
+        }
+        self.file.body = Body::Text(hunks);
+        Ok(next)
     }
-    if (names.new.is_none() && !names.is_delete) || (names.old.is_none() && !names.is_new) {
+
+    /// Reads the `GIT binary patch` at `i` (the forward data and, when present, the reverse);
+    /// returns the index after it.
+    fn binary_body(&mut self, lines: &[&[u8]], i: usize) -> Result<usize> {
+        let (forward, mut next) = decode_binary_block(lines, i + 1)?;
+        if lines
+            .get(next)
+            .is_some_and(|l| l.starts_with(b"literal ") || l.starts_with(b"delta "))
+        {
+            next = decode_binary_block(lines, next)?.1;
+        }
+        self.file.body = Body::Binary(forward);
+        Ok(next)
+    }
+
+    /// The section's file, once its names say which file it changes and what it does is a
+    /// change git accepts (`header` is the `diff --git` line's number, `end` the line after the
+    /// header).
+    fn finish(self, header: usize, end: usize) -> Result<FilePatch> {
+        let Section {
+            default,
+            mut names,
+            mut file,
+            ..
+        } = self;
+        if names.old.is_none() && names.new.is_none() {
+            let Some(name) = default else {
+                return err(
+                    header,
+                    "the `diff --git` line names two different paths and no `rename`/`---`/`+++` line says which: the header is truncated or corrupt",
+                );
+            };
+            names.old = (!names.is_new).then(|| name.clone());
+            names.new = (!names.is_delete).then_some(name);
+        }
+        if (names.new.is_none() && !names.is_delete) || (names.old.is_none() && !names.is_new) {
+            return err(
+                header,
+                "the section does not say which file it changes (git diff header lacks file names)",
+            );
+        }
+        if names.is_new && names.old.is_some() {
+            return err(
+                header,
+                "a new file's section names an old file (expected /dev/null)",
+            );
+        }
+        if names.is_delete && names.new.is_some() {
+            return err(
+                header,
+                "a deleted file's section names a new file (expected /dev/null)",
+            );
+        }
+        file.old_path = names.old;
+        file.new_path = names.new;
+        if file.new_mode.is_none() && !names.is_delete {
+            file.new_mode = file.old_mode;
+        }
+        if let (Some(old), Some(new)) = (file.old_mode, file.new_mode)
+            && file.old_path.is_some()
+            && file.new_path.is_some()
+            && old & 0o170000 != new & 0o170000
+        {
+            return err(
+                header,
+                format!(
+                    "new mode {new:o} of {} changes the file's type from {old:o}: a type change must be a deletion and a creation",
+                    file.display_path()
+                ),
+            );
+        }
+        let metadata = names.is_new
+            || names.is_delete
+            || file.old_path != file.new_path
+            || file
+                .old_mode
+                .zip(file.new_mode)
+                .is_some_and(|(a, b)| a != b);
+        if matches!(file.body, Body::None) && !metadata {
+            return err(
+                end,
+                "the section changes nothing (no hunk, no mode change, no rename): the patch has only garbage here",
+            );
+        }
+        check_sides(&file, header)?;
+        Ok(file)
+    }
+}
+
+/// An `index OLD..NEW [MODE]` line.
+fn index_line(file: &mut FilePatch, l: &str, v: &str, n: usize) -> Result<()> {
+    let (ids, mode) = match v.split_once(' ') {
+        Some((ids, mode)) => (ids, Some(mode)),
+        None => (v, None),
+    };
+    let Some((old_id, new_id)) = ids.split_once("..") else {
         return err(
-            start + 1,
-            "the section does not say which file it changes (git diff header lacks file names)",
+            n,
+            format!("bad `index` line `{l}` (expected `index OLD..NEW [MODE]`)"),
         );
+    };
+    let hex = |id: &str| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    if !hex(old_id) || !hex(new_id) {
+        return err(n, format!("bad blob ids in `{l}`"));
     }
-    if names.is_new && names.old.is_some() {
-        return err(
-            start + 1,
-            "a new file's section names an old file (expected /dev/null)",
-        );
+    file.old_id = Some(old_id.to_string());
+    if let Some(mode) = mode {
+        let mode = parse_mode(mode, n)?;
+        file.old_mode.get_or_insert(mode);
     }
-    if names.is_delete && names.new.is_some() {
-        return err(
-            start + 1,
-            "a deleted file's section names a new file (expected /dev/null)",
-        );
-    }
-    file.old_path = names.old;
-    file.new_path = names.new;
-    if file.new_mode.is_none() && !names.is_delete {
-        file.new_mode = file.old_mode;
-    }
-    if let (Some(old), Some(new)) = (file.old_mode, file.new_mode)
-        && file.old_path.is_some()
-        && file.new_path.is_some()
-        && old & 0o170000 != new & 0o170000
-    {
-        return err(
-            start + 1,
-            format!(
-                "new mode {new:o} of {} changes the file's type from {old:o}: a type change must be a deletion and a creation",
-                file.display_path()
-            ),
-        );
-    }
-    let metadata = names.is_new
-        || names.is_delete
-        || file.old_path != file.new_path
-        || file
-            .old_mode
-            .zip(file.new_mode)
-            .is_some_and(|(a, b)| a != b);
-    if matches!(file.body, Body::None) && !metadata {
-        return err(
-            i + 1,
-            "the section changes nothing (no hunk, no mode change, no rename): the patch has only garbage here",
-        );
-    }
-    check_sides(&file, start + 1)?;
-    Ok((file, body_end.unwrap_or(i)))
+    Ok(())
 }
 
 /// A created file has no old lines; a deleted file keeps no new lines.

@@ -109,7 +109,8 @@ mod prepare;
 pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuild};
 pub use compile::toolchain::HipToolchain;
 pub use compile::{
-    CompilePlan, CompileReport, FarmReport, HipBuild, LauncherHits, PlannedUnit, UnitReport,
+    BuildStats, CacheUsage, CompilePlan, CompileReport, FarmReport, HipBuild, LauncherHits,
+    PlannedUnit, UnitReport,
 };
 pub use error::{
     AiterError, CompileError, EnvError, Error, ErrorKind, IoError, ManifestError, NoCacheDir,
@@ -136,6 +137,31 @@ pub fn gpu_archs(manifest_archs: &[String]) -> Result<Vec<String>> {
 pub fn cache_dir() -> Result<std::path::PathBuf> {
     let directives = build_script::Directives::new(true);
     Ok(cache::dir(&build_script::Env::new(&directives))?)
+}
+
+/// What qola's object cache holds (`qola cache`): its objects and their size, the size it is kept
+/// within, running builds, and the last builds' hits and misses. `cache_dir`: qola's cache
+/// (default: found as [`cache_dir`] finds it).
+pub fn object_cache_usage(cache_dir: Option<&std::path::Path>) -> Result<CacheUsage> {
+    let directives = build_script::Directives::new(false);
+    let env = build_script::Env::new(&directives);
+    let cache = match cache_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => cache::dir(&env)?,
+    };
+    Ok(compile::cache_usage(&env, &cache)?)
+}
+
+/// Removes every object of qola's object cache that no running build holds (`qola cache
+/// --clear`); returns how many. The next builds compile what they need again.
+pub fn clear_object_cache(cache_dir: Option<&std::path::Path>) -> Result<usize> {
+    let directives = build_script::Directives::new(false);
+    let env = build_script::Env::new(&directives);
+    let cache = match cache_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => cache::dir(&env)?,
+    };
+    Ok(compile::clear_cache(&cache)?)
 }
 
 /// Reads an environment variable from a build script the way qola does: Cargo is told to rerun

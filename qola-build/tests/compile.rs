@@ -376,7 +376,7 @@ with_both_compilers! {
         // A launcher that copies the log as each compile starts.
         let seen = s.tmp.path().join("seen");
         std::fs::create_dir_all(&seen).unwrap();
-        let log = s.tmp.path().join("out/qola-compile.log");
+        let log = s.tmp.path().join("out/qola-compile-demo.log");
         let launcher = s.tmp.path().join("copy-log.sh");
         std::fs::write(
             &launcher,
@@ -801,7 +801,7 @@ fn progress_on_a_terminal_shows_each_unit_as_it_ends() {
     let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("qola: ")).collect();
     assert!(
         lines[0].starts_with("qola: compiling 3 of 3 HIP units, 1 at once; progress in ")
-            && lines[0].ends_with("qola-compile.log"),
+            && lines[0].ends_with("qola-compile-demo.log"),
         "{stderr}"
     );
     for (i, line) in lines[1..4].iter().enumerate() {
@@ -825,4 +825,163 @@ fn progress_on_a_terminal_shows_each_unit_as_it_ends() {
     );
     let (verbose, _) = run(true);
     assert_eq!(verbose.matches("qola: running ").count(), 3, "{verbose}");
+}
+
+/// A build of the project in `dir` (a root of the build, `project`) into `out` with `cache`.
+fn build_at(s: &Setup, dir: &Path, out: &Path, cache: &Path) -> HipBuild {
+    let mut b = HipBuild::new();
+    b.files(["a", "b", "c"].map(|n| dir.join(format!("{n}.hip"))))
+        .include(dir.join("include"))
+        .root("project", dir)
+        .arch("gfx90a")
+        .cache_dir(cache)
+        .out_dir(out)
+        .export("qola_a")
+        .jobs(2)
+        .cargo_metadata(false);
+    if let Some(stand_in) = &s.stand_in {
+        b.compiler(stand_in);
+    }
+    b
+}
+
+with_both_compilers! {
+    fn the_same_project_at_another_path_compiles_nothing_and_gives_the_same_objects(s: Setup) {
+        let (a, b) = (s.tmp.path().join("a"), s.tmp.path().join("elsewhere/b"));
+        for name in ["a.hip", "b.hip", "c.hip", "include/shared.h", "include/only_c.h"] {
+            common::write(&a, name, std::fs::read(s.project.dir.join(name)).unwrap());
+            common::write(&b, name, std::fs::read(s.project.dir.join(name)).unwrap());
+        }
+        let cache = s.tmp.path().join("shared-cache");
+        let first = build_at(&s, &a, &a.join("out"), &cache).try_compile("demo").unwrap();
+        assert_eq!(compiled(&first), ["a.hip", "b.hip", "c.hip"]);
+        // Another path, another output directory, the same cache: nothing to compile.
+        let second = build_at(&s, &b, &b.join("out"), &cache).try_compile("demo").unwrap();
+        assert!(compiled(&second).is_empty(), "{}", second.summary());
+        assert!(second.units.iter().all(|u| u.reason.contains(&a.join("out").display().to_string())));
+        // Compiled there from an empty cache, every object is byte for byte the first's.
+        let fresh = build_at(&s, &b, &b.join("out2"), &s.tmp.path().join("cache-b"))
+            .try_compile("demo")
+            .unwrap();
+        assert_eq!(compiled(&fresh).len(), 3);
+        for (x, y) in first.units.iter().zip(&fresh.units) {
+            assert_eq!(
+                std::fs::read(&x.object).unwrap(),
+                std::fs::read(&y.object).unwrap(),
+                "{} differs between {} and {}",
+                x.source.display(),
+                a.display(),
+                b.display()
+            );
+        }
+        // A header edit there still recompiles exactly the units that include it, and says so.
+        edit(&b.join("include/only_c.h"), "3.0f", "4.0f");
+        let edited = build_at(&s, &b, &b.join("out"), &cache).try_compile("demo").unwrap();
+        assert_eq!(compiled(&edited), ["c.hip"]);
+        assert_eq!(edited.units[2].reason, "new content: project/include/only_c.h");
+    }
+}
+
+with_both_compilers! {
+    fn the_plan_says_why_each_unit_compiles_or_where_its_object_was_compiled(s: Setup) {
+        let plan = |b: HipBuild| b.try_plan("demo").unwrap_or_else(|e| panic!("{e}"));
+        let reasons = |p: &qola_build::CompilePlan| -> Vec<(String, String)> {
+            p.units.iter().map(|u| (u.decision.to_string(), u.reason.clone())).collect()
+        };
+        let first = plan(s.build());
+        assert!(
+            reasons(&first).iter().all(|(d, r)| d == "compile" && r == "first build"),
+            "{:?}",
+            reasons(&first)
+        );
+        s.compile();
+        let out = s.tmp.path().join("out").canonicalize().unwrap();
+        let again = plan(s.build());
+        assert!(
+            reasons(&again)
+                .iter()
+                .all(|(d, r)| d == "reuse" && *r == format!("compiled for {}", out.display())),
+            "{:?}",
+            reasons(&again)
+        );
+        let mut flagged = s.build();
+        flagged.define("QOLA_EXTRA", Some("1"));
+        assert!(
+            reasons(&plan(flagged))
+                .iter()
+                .all(|(d, r)| d == "compile" && r == "flags changed: +-DQOLA_EXTRA=1"),
+        );
+        edit(&s.project.sources[1], "SHARED_SCALE +", "SHARED_SCALE - 1.0f +");
+        assert_eq!(
+            reasons(&plan(s.build()))[1],
+            ("compile".to_string(), "new content: the source".to_string())
+        );
+        // The build does what the plan says, and its log says why.
+        let report = s.compile();
+        assert_eq!(compiled(&report), ["b.hip"]);
+        let log = std::fs::read_to_string(&report.log).unwrap();
+        assert!(log.contains("b.hip (new content: the source)"), "{log}");
+    }
+}
+
+with_both_compilers! {
+    fn a_library_relinked_from_the_cache_writes_its_own_log(s: Setup) {
+        s.compile();
+        // Another output directory: every unit reused, the library linked there, and a log
+        // saying so (the previous build's "compiled 3 of 3" is elsewhere).
+        let mut elsewhere = s.build();
+        elsewhere.out_dir(s.tmp.path().join("out-b"));
+        let report = elsewhere.try_compile("demo").unwrap();
+        assert!(report.library_written && compiled(&report).is_empty());
+        let log = std::fs::read_to_string(&report.log).unwrap();
+        assert!(log.lines().filter(|l| l.starts_with("cached")).count() == 3, "{log}");
+        assert!(log.contains("summary: qola compiled 0 of 3 HIP units"), "{log}");
+        // A second library in the same output directory has a log of its own.
+        let mut second = s.build();
+        second.out_dir(s.tmp.path().join("out-b"));
+        let other = second.try_compile("other").unwrap();
+        assert_ne!(other.log, report.log);
+        assert!(std::fs::read_to_string(&report.log).unwrap().contains("3 HIP units"));
+    }
+}
+
+with_both_compilers! {
+    fn the_cache_keeps_its_size_by_evicting_what_no_running_build_holds(s: Setup) {
+        let cache = s.tmp.path().join("cache");
+        let objects = || std::fs::read_dir(cache.join("hip/objects")).unwrap().count();
+        let first = s.compile();
+        assert_eq!((objects(), first.evicted), (3, 0));
+        // Room for three objects only: a build of other flags stores three and evicts the
+        // first three, never its own (held by its lease while it runs).
+        let size: u64 = first
+            .units
+            .iter()
+            .map(|u| std::fs::metadata(&u.object).unwrap().len())
+            .max()
+            .unwrap();
+        let mut other = s.build();
+        other.define("QOLA_EXTRA", Some("1")).max_cache_size(3 * size + 3 * size / 2);
+        let second = other.try_compile("demo").unwrap();
+        assert_eq!(compiled(&second).len(), 3);
+        assert!(second.evicted >= 1, "{}", second.evicted);
+        assert!(second.units.iter().all(|u| u.object.is_file()));
+        // The evicted units compile again, and say why.
+        let mut plan = s.build();
+        plan.max_cache_size(u64::MAX);
+        let evicted: Vec<String> = plan
+            .try_plan("demo")
+            .unwrap()
+            .units
+            .iter()
+            .filter(|u| u.decision == "compile")
+            .map(|u| u.reason.clone())
+            .collect();
+        assert_eq!(evicted.len(), second.evicted, "{evicted:?}");
+        assert!(evicted.iter().all(|r| r == "its object was evicted from the cache"));
+        let usage = qola_build::object_cache_usage(Some(&cache)).unwrap();
+        assert_eq!(usage.objects, objects());
+        assert_eq!(usage.builds.last().unwrap().misses, 3);
+        assert_eq!(qola_build::clear_object_cache(Some(&cache)).unwrap(), usage.objects);
+        assert_eq!(objects(), 0);
+    }
 }

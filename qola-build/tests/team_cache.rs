@@ -2,9 +2,10 @@
 //! as its remote storage, and two "machines": two copies at different paths, each with its own
 //! empty local ccache and its own qola cache. Everything B compiles must come from Redis.
 //!
-//! The ccache settings are the ones the README documents for teams: `base_dir` above every
-//! checkout (paths under it are hashed relative to the compile's directory), `hash_dir` off, and
-//! for the sid toolchain wrapper `compiler_check = %compiler% --version`.
+//! The ccache settings are the ones the README documents for teams: only the remote storage, and
+//! for the sid toolchain wrapper `compiler_check = %compiler% --version`. No `base_dir`, no
+//! `hash_dir`: qola compiles every path under its roots by name from its links' directory and
+//! sets those two for ccache itself.
 
 #![allow(clippy::disallowed_methods)] // tests read and set their own environment
 
@@ -18,13 +19,11 @@ use std::time::{Duration, Instant};
 use qola_tests::{RedisServer, copy_tracked, tool};
 
 /// ccache's environment for `machine`'s builds, sharing `redis`.
-fn ccache_env(machine: &Path, base: &Path, redis: &RedisServer) -> Vec<(String, String)> {
+fn ccache_env(machine: &Path, redis: &RedisServer) -> Vec<(String, String)> {
     [
         ("QOLA_COMPILER_LAUNCHER", "ccache".to_string()),
         ("CCACHE_DIR", machine.join("ccache").display().to_string()),
         ("CCACHE_REMOTE_STORAGE", redis.url()),
-        ("CCACHE_BASEDIR", base.display().to_string()),
-        ("CCACHE_NOHASHDIR", "true".to_string()),
         ("CCACHE_COMPILERCHECK", "%compiler% --version".to_string()),
         (
             "QOLA_CACHE_DIR",
@@ -108,7 +107,7 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
                 qola_tests::fixtures_dir().join("team-target"),
             )
             .env("CARGO_TERM_COLOR", "never");
-        with_env(&mut command, &ccache_env(&dir, tmp.path(), &redis));
+        with_env(&mut command, &ccache_env(&dir, &redis));
         let start = Instant::now();
         let out = command.output().unwrap();
         (summary(&out), start.elapsed())
@@ -139,13 +138,15 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
 }
 
 /// The child side of the next test: compiles the demo HIP project in the current directory
-/// through `HIPCC`, with the launcher of the environment; prints qola's summary.
+/// (a root of the build) through `HIPCC`, with the launcher of the environment; prints qola's
+/// summary.
 fn compile_here() {
     let dir = std::env::current_dir().unwrap();
     let project = qola_tests::HipProject::create(&dir.join("src"));
     let report = qola_build::HipBuild::new()
         .files(&project.sources)
         .include(&project.include)
+        .root("project", &dir)
         .arch("gfx942")
         .out_dir(dir.join("out"))
         .cargo_metadata(false)
@@ -178,7 +179,7 @@ fn the_sid_toolchain_wrapper_hits_the_shared_redis_cache_from_another_path() {
             "the_sid_toolchain_wrapper_hits_the_shared_redis_cache_from_another_path",
         );
         command.current_dir(&dir);
-        let mut env = ccache_env(&dir, tmp.path(), &redis);
+        let mut env = ccache_env(&dir, &redis);
         env.push(("HIPCC".to_string(), sid_hipcc.display().to_string()));
         with_env(&mut command, &env);
         summary(&command.output().unwrap())

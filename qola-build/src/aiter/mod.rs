@@ -142,7 +142,7 @@ fn flag_supported(
     ]
     .into();
     command.extend(flag.split_whitespace().map(String::from));
-    let answer = crate::compile::probe::probe(toolchain, &command, Some(cache), scratch)?;
+    let answer = crate::compile::probe::probe(toolchain, &command, &command, Some(cache), scratch)?;
     Ok(answer == crate::compile::probe::ProbeAnswer::Accepted)
 }
 
@@ -165,15 +165,23 @@ pub struct AiterModule {
     pub dropped_flags: Vec<String>,
     /// The compiler the flags were chosen (and probed) for.
     pub toolchain: HipToolchain,
+    /// The AITER tree it was prepared from (the build's root `aiter`).
+    pub root: PathBuf,
+    /// Where its code was generated (the build's root `gen`).
+    pub gen_dir: PathBuf,
 }
 
 impl AiterModule {
-    /// A [`crate::compile::HipBuild`] of this module's sources with AITER's includes and flags.
+    /// A [`crate::compile::HipBuild`] of this module's sources with AITER's includes and flags;
+    /// the AITER tree and the generated code are its roots `aiter` and `gen`, so the units
+    /// compile once wherever the tree and the output directory are.
     pub fn hip_build(&self) -> crate::compile::HipBuild {
         let mut build = crate::compile::HipBuild::new();
         build
             .compiler(&self.toolchain.path)
             .files(&self.sources)
+            .root("aiter", &self.root)
+            .root("gen", &self.gen_dir)
             .memory_per_job(CK_UNIT_MEMORY);
         for dir in &self.includes {
             build.include(dir);
@@ -218,9 +226,9 @@ pub struct AiterModuleSpec<'a> {
 }
 
 /// Prepares a module: checks the compiler is new enough for composable_kernel, evaluates the
-/// recipe with the manifest's overrides and CK filters ([`recipe_of`]), runs (or reuses) the
-/// code generators into `gen_dir` ([`generate`]), and chooses AITER's includes and flags for
-/// this compiler ([`includes_of`], [`flags_for`]).
+/// recipe with the manifest's overrides and CK filters (`recipe_of`), runs (or reuses) the
+/// code generators into `gen_dir` (`generate`), and chooses AITER's includes and flags for
+/// this compiler (`includes_of`, `flags_for`).
 pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
     let directives = crate::build_script::Directives::new(spec.cargo_metadata);
     let env = Env::new(&directives);
@@ -254,6 +262,8 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         flags,
         dropped_flags,
         toolchain,
+        root: spec.root.to_path_buf(),
+        gen_dir: spec.gen_dir.to_path_buf(),
     })
 }
 

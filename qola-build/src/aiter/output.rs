@@ -331,6 +331,9 @@ impl OutputBuild {
         let mut lib = library(&spec, &api)?;
         lib.build
             .cache_dir(&ctx.cache)
+            // The public headers are under the output directory: by name, the same for `-o A`
+            // and `-o B`.
+            .root("output", &self.output_dir)
             .out_dir(work.join("build").join(&s.md_name))
             .cargo_metadata(false)
             .shared(&s.so_path);

@@ -89,6 +89,7 @@ fn native() -> Result<Vec<String>> {
 pub(crate) fn validate(
     toolchain: &HipToolchain,
     command: &[String],
+    roots: &crate::compile::roots::Roots,
     archs: &[String],
     cache: Option<&Path>,
     scratch: &Path,
@@ -96,7 +97,12 @@ pub(crate) fn validate(
     for arch in archs {
         let mut probe_command = command.to_vec();
         probe_command.extend([format!("--offload-arch={arch}"), "-c".to_string()]);
-        let ProbeAnswer::Rejected(stderr) = probe(toolchain, &probe_command, cache, scratch)?
+        // Answers are kept by the command with roots by name: the same in every place.
+        let named: Vec<String> = std::iter::once(command[0].clone())
+            .chain(probe_command[1..].iter().map(|a| roots.rewrite_arg(a)))
+            .collect();
+        let ProbeAnswer::Rejected(stderr) =
+            probe(toolchain, &probe_command, &named, cache, scratch)?
         else {
             continue;
         };
@@ -108,7 +114,7 @@ pub(crate) fn validate(
             format!("--offload-arch={arch}"),
             "-c".to_string(),
         ];
-        if probe(toolchain, &bare, cache, scratch)? == ProbeAnswer::Accepted {
+        if probe(toolchain, &bare, &bare, cache, scratch)? == ProbeAnswer::Accepted {
             return Err(CompileError::RejectedFlags {
                 flags: command[1..].join(" "),
                 compiler: toolchain.path.clone(),

@@ -68,6 +68,17 @@ pub enum CompileError {
         stderr: String,
     },
 
+    /// A root given to [`super::HipBuild::root`] cannot be used.
+    #[error("root `{name}` ({}): {why}", dir.display())]
+    InvalidRoot {
+        /// Its name.
+        name: String,
+        /// Its directory.
+        dir: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+
     /// `OUT_DIR` is not set and no output directory was given.
     #[error("OUT_DIR is not set: call this from a build script, or give HipBuild::out_dir")]
     NoOutDir,
@@ -114,7 +125,7 @@ impl CompileError {
             | CompileError::RejectedFlags { .. }
             | CompileError::UnsupportedArch { .. }
             | CompileError::Farm { .. } => ErrorKind::Toolchain,
-            CompileError::NoOutDir => ErrorKind::Input,
+            CompileError::NoOutDir | CompileError::InvalidRoot { .. } => ErrorKind::Input,
             CompileError::Compile { .. } | CompileError::Link { .. } => ErrorKind::Compile,
             CompileError::Io(_) => ErrorKind::Io,
             CompileError::Env(e) => e.kind(),

@@ -22,6 +22,10 @@ pub(crate) struct Job {
     pub unit: usize,
     /// The program and its arguments.
     pub argv: Vec<String>,
+    /// The directory it runs in.
+    pub cwd: std::path::PathBuf,
+    /// Variables added to its environment.
+    pub env: Vec<(String, String)>,
 }
 
 /// What happened to one job.
@@ -79,6 +83,8 @@ fn run_one(job: &Job) -> Outcome {
     };
     let spawned = Command::new(&job.argv[0])
         .args(&job.argv[1..])
+        .current_dir(&job.cwd)
+        .envs(job.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

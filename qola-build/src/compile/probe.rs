@@ -20,16 +20,19 @@ pub(crate) enum ProbeAnswer {
 }
 
 /// Compiles an empty kernel with `command` (program first, then every argument but the source
-/// and `-o`), or reads the answer kept for the same `toolchain` and `command` under `cache`.
-/// `scratch` holds the probe's files.
+/// and `-o`), or reads the answer kept for the same `toolchain` and `key_command` (the command
+/// as it is known in every place: its roots by name) under `cache`. `scratch` holds the probe's
+/// files.
 pub(crate) fn probe(
     toolchain: &HipToolchain,
     command: &[String],
+    key_command: &[String],
     cache: Option<&Path>,
     scratch: &Path,
 ) -> Result<ProbeAnswer> {
     let key =
-        blake3::hash(format!("{}\0{}", toolchain.identity, command.join("\0")).as_bytes()).to_hex();
+        blake3::hash(format!("{}\0{}", toolchain.identity, key_command[1..].join("\0")).as_bytes())
+            .to_hex();
     let record = cache.map(|c| c.join(crate::cache::PROBES).join(&key[..24]));
     if let Some(known) = record
         .as_ref()

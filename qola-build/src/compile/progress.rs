@@ -1,10 +1,12 @@
-//! Progress of a build that compiles: `OUT_DIR/qola-compile.log` is started before the first
-//! compile (its first line says how many run at once and why) and appended and flushed as each
-//! unit ends, with how many are done, the unit's time and peak memory, and an estimate of the
-//! time left; cached units and the summary follow at the end. In a build script its path and
-//! each compile command are printed as plain lines, which `cargo build -vv` shows; on a command
-//! line its path and each finished unit go to standard error. A build that compiles nothing
-//! leaves the previous log as it is (a no-op writes nothing).
+//! Progress of a build that compiles: the library's log, `qola-compile-<name>.log` in its
+//! output directory, is started before the first compile (its first line says how many run at
+//! once and why) and appended and flushed as each unit ends, with how many are done, the unit's
+//! time, peak memory and why it compiled, and an estimate of the time left; reused units (and
+//! where their objects were compiled) and the summary follow at the end. In a build script its
+//! path and each compile command are printed as plain lines, which `cargo build -vv` shows; on a
+//! command line its path and each finished unit go to standard error. A build that relinks its
+//! library from the cache writes the log too (every unit reused); a build that neither compiles
+//! nor relinks leaves the previous log as it is (a no-op writes nothing).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -55,19 +57,20 @@ impl Echo {
 pub(crate) struct Progress {
     file: Mutex<(std::fs::File, usize)>,
     path: PathBuf,
-    sources: Vec<PathBuf>,
+    /// Each unit's source and why it compiles (or where its object was compiled).
+    units: Vec<(PathBuf, String)>,
     total: usize,
     start: Instant,
     echo: Echo,
 }
 
 impl Progress {
-    /// Starts the log at `path` for `total` compiles of `sources` (by unit index), `jobs` at
-    /// once; `echo`: where else to show it.
+    /// Starts the log at `path` for `total` compiles of `units` (source and reason, by unit
+    /// index), `jobs` at once; `echo`: where else to show it.
     pub(crate) fn start(
         path: &Path,
         jobs_reason: &str,
-        sources: Vec<PathBuf>,
+        units: Vec<(PathBuf, String)>,
         total: usize,
         jobs: usize,
         echo: Echo,
@@ -76,13 +79,13 @@ impl Progress {
         writeln!(file, "jobs: {jobs_reason}").map_err(io_error("write the log", path))?;
         echo.say(&format!(
             "qola: compiling {total} of {} HIP units, {jobs} at once; progress in {}",
-            sources.len(),
+            units.len(),
             path.display()
         ));
         Ok(Progress {
             file: Mutex::new((file, 0)),
             path: path.to_path_buf(),
-            sources,
+            units,
             total,
             start: Instant::now(),
             echo,
@@ -116,7 +119,7 @@ impl Progress {
                 },
                 outcome.elapsed,
                 outcome.peak_memory,
-                &self.sources[outcome.unit],
+                &self.units[outcome.unit],
             ),
             self.total,
             spent.as_secs_f64(),
@@ -126,15 +129,15 @@ impl Progress {
         self.echo.say(&format!("qola: {line}"));
     }
 
-    /// The cached units and the summary close the log.
-    pub(crate) fn finish(self, cached: &[&Path], summary: &str) -> Result<()> {
+    /// The reused units (by index) and the summary close the log.
+    pub(crate) fn finish(self, reused: &[usize], summary: &str) -> Result<()> {
         let (mut file, _) = self.file.into_inner().expect("log lock");
         let mut text = String::new();
-        for source in cached {
+        for &unit in reused {
             let _ = writeln!(
                 text,
                 "{}",
-                unit_line("cached", Duration::ZERO, None, source)
+                unit_line("cached", Duration::ZERO, None, &self.units[unit])
             );
         }
         let _ = writeln!(text, "summary: {summary}");
@@ -144,11 +147,16 @@ impl Progress {
     }
 }
 
-/// One unit: what happened, seconds, peak memory, source.
-fn unit_line(what: &str, elapsed: Duration, peak: Option<u64>, source: &Path) -> String {
+/// One unit: what happened, seconds, peak memory, source, why.
+fn unit_line(
+    what: &str,
+    elapsed: Duration,
+    peak: Option<u64>,
+    (source, why): &(PathBuf, String),
+) -> String {
     let memory = peak.map_or("-".to_string(), |b| format!("{}MB", b >> 20));
     format!(
-        "{what:8} {:7.2}s {memory:>7} {}",
+        "{what:8} {:7.2}s {memory:>7} {} ({why})",
         elapsed.as_secs_f64(),
         source.display()
     )

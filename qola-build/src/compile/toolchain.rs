@@ -2,9 +2,9 @@
 //!
 //! Looked up in this order: `HIPCC`, `$ROCM_PATH/bin/hipcc`, `$HIP_PATH/bin/hipcc`, `hipcc` on
 //! `PATH`, `/opt/rocm/bin/hipcc`. `HIPCC` may name a clang (`clang++`, `amdclang++`): hipcc is
-//! being retired upstream, and every compile passes `-x hip` anyway. The identity is the resolved
-//! path plus the `--version` output (HIP and clang versions): a compiler upgrade changes every
-//! cache key.
+//! being retired upstream, and every compile passes `-x hip` anyway. The identity is the content
+//! of the compiler's file plus its `--version` output (HIP and clang versions), never its path:
+//! a compiler upgrade changes every cache key, the same compiler installed elsewhere none.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,7 +28,7 @@ pub struct HipToolchain {
     pub clang_version: Option<String>,
     /// The library directory holding `libamdhip64`, when known.
     pub lib_dir: Option<PathBuf>,
-    /// blake3 over the resolved path and the full `--version` output.
+    /// blake3 over the compiler file's content and the full `--version` output.
     pub identity: String,
 }
 
@@ -109,8 +109,13 @@ impl HipToolchain {
             .map(|l| l.trim_start_matches("HIP version:").trim().to_string());
         let clang_version = line_with("clang version");
         let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        // What the compiler is, not where: its file's content and what it says of itself.
+        let content = std::fs::read(&resolved).map_err(|e| CompileError::HipCompilerUnusable {
+            path: path.to_path_buf(),
+            why: format!("cannot read {}: {e}", resolved.display()),
+        })?;
         let mut hasher = blake3::Hasher::new();
-        hasher.update(resolved.as_os_str().as_encoded_bytes());
+        hasher.update(blake3::hash(&content).as_bytes());
         hasher.update(b"\0");
         hasher.update(text.as_bytes());
         Ok(HipToolchain {

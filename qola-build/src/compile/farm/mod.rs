@@ -99,6 +99,7 @@ pub(crate) fn prepare(
     args: &[String],
     cache: &Path,
     work: &Path,
+    links: &Path,
 ) -> Result<(Farm, Option<FarmCommand>)> {
     let Some(program) = launcher.first() else {
         return Ok((Farm::Off, None));
@@ -155,13 +156,19 @@ pub(crate) fn prepare(
     )?;
     let (config_path, port) = config::write(&user, &run, &expanded.clang, &archive, cache)?;
     expanded.args[0] = run.to_string_lossy().into_owned();
-    let env_pairs = vec![
+    let mut env_pairs = vec![
         (
             "SCCACHE_CONF".to_string(),
             config_path.display().to_string(),
         ),
         ("SCCACHE_SERVER_PORT".to_string(), port.to_string()),
     ];
+    // Compiles run in the links' directory of the build's roots with every path by its name:
+    // sccache strips that directory too from what it hashes (its `basedirs`), unless told
+    // otherwise.
+    if env.var("SCCACHE_BASEDIRS")?.is_none() {
+        env_pairs.push(("SCCACHE_BASEDIRS".to_string(), links.display().to_string()));
+    }
     // Starts qola's sccache server and its connection to the scheduler before the first compile
     // (a server still connecting compiles locally); up to 30 s of tries while it connects.
     let mut farm = farm;

@@ -1,0 +1,209 @@
+//! The compile plan, as a value: for each unit, reuse its object, compile it here, or send it to
+//! the compile farm, and why. [`decide`] is a pure function of what one lookup in the object
+//! cache found ([`UnitFacts`]), the compile the build would run (compiler identity and
+//! arguments) and whether the farm is up; the executor acts on its answer, and `qola plan`
+//! prints it. Reasons are data ([`Reason`]) until [`Reason`]'s `Display` turns them into words.
+
+use std::fmt;
+
+use crate::compile::object_cache::{Changed, LastCompile, UnitFacts};
+
+/// What to do with one unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum UnitPlan {
+    /// Its object is in qola's cache under `key`, compiled for `compiled_for`.
+    Reuse { key: String, compiled_for: String },
+    /// Compile it, here or (`distribute`) on the compile farm, because of `reason`.
+    Compile { reason: Reason, distribute: bool },
+}
+
+/// Why a unit is compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// Nothing was ever compiled from this source for this library.
+    FirstBuild,
+    /// Compiled before with another compiler.
+    CompilerChanged,
+    /// Compiled before with other arguments.
+    FlagsChanged {
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
+    /// The source's content changed.
+    SourceChanged,
+    /// A header's content changed.
+    NewContent(String),
+    /// An input is gone.
+    Gone(String),
+    /// The inputs are as recorded, but the object is no longer in the cache (evicted).
+    Evicted,
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::FirstBuild => write!(f, "first build"),
+            Reason::CompilerChanged => write!(f, "compiler changed"),
+            Reason::FlagsChanged { added, removed } => {
+                write!(f, "flags changed")?;
+                if !added.is_empty() {
+                    write!(f, ": +{}", added.join(" +"))?;
+                }
+                if !removed.is_empty() {
+                    let sep = if added.is_empty() { ": " } else { " " };
+                    write!(f, "{sep}-{}", removed.join(" -"))?;
+                }
+                Ok(())
+            }
+            Reason::SourceChanged => write!(f, "new content: the source"),
+            Reason::NewContent(header) => write!(f, "new content: {header}"),
+            Reason::Gone(input) => write!(f, "input gone: {input}"),
+            Reason::Evicted => write!(f, "its object was evicted from the cache"),
+        }
+    }
+}
+
+/// The plan for a unit whose compile would use `identity` and `args` (pure).
+pub(crate) fn decide(
+    facts: &UnitFacts,
+    identity: &str,
+    args: &[String],
+    farm_up: bool,
+) -> UnitPlan {
+    let compile = |reason| UnitPlan::Compile {
+        reason,
+        distribute: farm_up,
+    };
+    let Some(recorded) = &facts.recorded else {
+        return compile(new_unit(facts.last.as_ref(), identity, args));
+    };
+    if let (Some(key), true) = (&recorded.key, recorded.cached) {
+        return UnitPlan::Reuse {
+            key: key.clone(),
+            compiled_for: recorded.compiled_for.clone(),
+        };
+    }
+    compile(match recorded.changed.first() {
+        Some(Changed::Source) => Reason::SourceChanged,
+        Some(Changed::Header(name)) => Reason::NewContent(name.clone()),
+        Some(Changed::Gone(name)) => Reason::Gone(name.clone()),
+        None => Reason::Evicted,
+    })
+}
+
+/// Why a unit id never compiled before is new: compared with the last compile of its source.
+fn new_unit(last: Option<&LastCompile>, identity: &str, args: &[String]) -> Reason {
+    let Some(last) = last else {
+        return Reason::FirstBuild;
+    };
+    if last.identity != identity {
+        return Reason::CompilerChanged;
+    }
+    let added: Vec<String> = args
+        .iter()
+        .filter(|a| !last.args.contains(a))
+        .cloned()
+        .collect();
+    let removed: Vec<String> = last
+        .args
+        .iter()
+        .filter(|a| !args.contains(a))
+        .cloned()
+        .collect();
+    if added.is_empty() && removed.is_empty() && last.args == args {
+        // Same compiler, same arguments, same source name: the same unit id, whose record is
+        // gone (a cleared cache).
+        return Reason::FirstBuild;
+    }
+    Reason::FlagsChanged { added, removed }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::object_cache::Recorded;
+
+    fn recorded(cached: bool, changed: Vec<Changed>) -> UnitFacts {
+        UnitFacts {
+            source: "crate/a.hip".to_string(),
+            recorded: Some(Recorded {
+                key: Some("k".to_string()),
+                cached,
+                changed,
+                compiled_for: "/w/out".to_string(),
+                headers: Vec::new(),
+            }),
+            last: None,
+        }
+    }
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn a_cached_object_is_reused_whatever_changed_since_the_record() {
+        let plan = decide(&recorded(true, vec![Changed::Source]), "id", &[], false);
+        assert_eq!(
+            plan,
+            UnitPlan::Reuse {
+                key: "k".to_string(),
+                compiled_for: "/w/out".to_string()
+            }
+        );
+    }
+
+    #[test]
+    fn a_changed_input_names_itself_and_the_farm_decides_where() {
+        let header = Changed::Header("aiter/csrc/include/mha.h".to_string());
+        for (changed, words) in [
+            (vec![Changed::Source], "new content: the source"),
+            (
+                vec![header.clone()],
+                "new content: aiter/csrc/include/mha.h",
+            ),
+            (
+                vec![Changed::Gone("gen/x.h".to_string())],
+                "input gone: gen/x.h",
+            ),
+            (vec![], "its object was evicted from the cache"),
+        ] {
+            for farm in [false, true] {
+                let UnitPlan::Compile { reason, distribute } =
+                    decide(&recorded(false, changed.clone()), "id", &[], farm)
+                else {
+                    panic!("expected a compile")
+                };
+                assert_eq!((reason.to_string().as_str(), distribute), (words, farm));
+            }
+        }
+    }
+
+    #[test]
+    fn a_new_unit_says_what_differs_from_the_last_compile_of_its_source() {
+        let new = |last: Option<LastCompile>| {
+            let facts = UnitFacts {
+                source: "crate/a.hip".to_string(),
+                recorded: None,
+                last,
+            };
+            match decide(&facts, "id", &args(&["-O3", "-DX=2"]), false) {
+                UnitPlan::Compile { reason, .. } => reason.to_string(),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(new(None), "first build");
+        let last = |identity: &str, a: &[&str]| {
+            Some(LastCompile {
+                identity: identity.to_string(),
+                args: args(a),
+            })
+        };
+        assert_eq!(new(last("old", &["-O3", "-DX=2"])), "compiler changed");
+        assert_eq!(
+            new(last("id", &["-O3", "-DX=1"])),
+            "flags changed: +-DX=2 --DX=1"
+        );
+        assert_eq!(new(last("id", &["-O3", "-DX=2"])), "first build");
+    }
+}

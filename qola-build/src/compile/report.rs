@@ -1,0 +1,153 @@
+//! What a build did ([`CompileReport`], a [`UnitReport`] per unit, the summary line) and what it
+//! would do ([`CompilePlan`], a [`PlannedUnit`] per unit).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::compile::toolchain::HipToolchain;
+use crate::compile::{FarmReport, LauncherHits};
+
+/// One translation unit of a finished build.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct UnitReport {
+    /// The source file.
+    pub source: PathBuf,
+    /// Its object in the cache.
+    pub object: PathBuf,
+    /// Compiled by this build (`false`: taken from the cache).
+    pub compiled: bool,
+    /// Why it was compiled, or where the object it reused was compiled.
+    pub reason: String,
+    /// Time spent compiling it.
+    pub elapsed: Duration,
+    /// The headers its depfile listed.
+    pub headers: Vec<PathBuf>,
+    /// Peak memory of its compile in bytes (compiled units, when measured).
+    pub peak_memory: Option<u64>,
+}
+
+/// What [`HipBuild::try_compile`](super::HipBuild::try_compile) did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CompileReport {
+    /// Every unit, in the order the files were given.
+    pub units: Vec<UnitReport>,
+    /// The library (static, or shared with [`HipBuild::shared`](super::HipBuild::shared)).
+    pub library: PathBuf,
+    /// Whether the library file was written (`false`: its inputs were unchanged).
+    pub library_written: bool,
+    /// The architectures compiled for.
+    pub archs: Vec<String>,
+    /// The compiler.
+    pub toolchain: HipToolchain,
+    /// The per-unit log.
+    pub log: PathBuf,
+    /// Wall time of the whole build.
+    pub elapsed: Duration,
+    /// How many compiles ran at once.
+    pub jobs: usize,
+    /// Why that many (the job limit, or the memory cap and its estimate).
+    pub jobs_reason: String,
+    /// What the launcher's cache answered, when the launcher reports it (ccache).
+    pub launcher_hits: Option<LauncherHits>,
+    /// What the compile farm did, when the build ran on one (see [`FarmReport`]).
+    pub farm: Option<FarmReport>,
+    /// Objects evicted from qola's cache after this build stored its own
+    /// (`QOLA_CACHE_MAX_SIZE`).
+    pub evicted: usize,
+    /// Why the configured compile farm was not used (it did not answer): compiled locally.
+    pub farm_down: Option<String>,
+}
+
+impl CompileReport {
+    /// How many units this build compiled.
+    pub fn compiled(&self) -> usize {
+        self.units.iter().filter(|u| u.compiled).count()
+    }
+
+    /// The one-line summary: units compiled, reused from qola's cache and (when the launcher
+    /// reports it) answered by the launcher's cache, wall time, parallelism.
+    pub fn summary(&self) -> String {
+        let compiled = self.compiled();
+        let launcher = match self.launcher_hits {
+            Some(h) if compiled > 0 => format!(
+                "; ccache answered {} of the {compiled} compiles ({} from remote storage)",
+                h.hits, h.remote_hits
+            ),
+            _ => String::new(),
+        };
+        let farm = match (&self.farm, &self.farm_down) {
+            (Some(f), _) if compiled > 0 => {
+                let retried = if f.infrastructure_errors > 0 {
+                    format!(
+                        " ({} failed on a server and ran locally)",
+                        f.infrastructure_errors
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "; {} distributed to {} servers, {} local{retried}",
+                    f.distributed, f.servers, f.local
+                )
+            }
+            (_, Some(why)) => {
+                format!("; the compile farm is not used ({why}): compiled locally")
+            }
+            _ => String::new(),
+        };
+        format!(
+            "qola compiled {compiled} of {} HIP units for {} in {:.1}s: {} reused from qola's cache{launcher}{farm}; {} at once ({}; log: {})",
+            self.units.len(),
+            self.archs.join(","),
+            self.elapsed.as_secs_f64(),
+            self.units.len() - compiled,
+            self.jobs,
+            self.toolchain.version(),
+            self.log.display()
+        )
+    }
+}
+
+/// One unit of a [`CompilePlan`].
+#[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
+pub struct PlannedUnit {
+    /// The source.
+    pub source: PathBuf,
+    /// The compile command.
+    pub command: Vec<String>,
+    /// The unit's id (compiler identity, arguments and source, by name).
+    pub unit_id: String,
+    /// The cache key of its object, when it is cached.
+    pub key: Option<String>,
+    /// Whether a build would take it from the cache.
+    pub cached: bool,
+    /// `reuse`, `compile` or `distribute` (on the compile farm).
+    pub decision: &'static str,
+    /// Why: where a reused object was compiled, or why the unit compiles (`first build`,
+    /// `flags changed: ...`, `new content: <header>`).
+    pub reason: String,
+}
+
+/// What [`HipBuild::try_plan`](super::HipBuild::try_plan) found.
+#[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
+pub struct CompilePlan {
+    /// Every unit, in file order.
+    pub units: Vec<PlannedUnit>,
+    /// The link commands, in order.
+    pub link: Vec<String>,
+    /// The library they produce.
+    pub library: PathBuf,
+    /// The architectures.
+    pub archs: Vec<String>,
+    /// How many compiles would run at once (jobs, capped by memory).
+    pub jobs: usize,
+    /// Why that many.
+    pub jobs_reason: String,
+    /// The compiler.
+    #[serde(skip)]
+    pub toolchain: HipToolchain,
+}

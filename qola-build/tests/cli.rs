@@ -404,3 +404,102 @@ fn checkout_takes_qolas_flags_and_is_prepare() {
     );
     assert_eq!(json(&moved)["commit"], newer.as_str());
 }
+
+#[test]
+fn checkout_group_is_checked_against_the_manifest_and_selects_nothing() {
+    let s = setup();
+    let manifest = s.tmp.path().join("te.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"{}\"\n\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"ck_fused_attn\"\n",
+            s.demo.commit,
+            s.demo.aiter.display(),
+            s.demo.patches.display()
+        ),
+    )
+    .unwrap();
+    // QoLA.cmake's checkout helper: `checkout --manifest M --aiter-root R --group G`.
+    let checkout = |group: &str| {
+        qola(&s, &["checkout", "--manifest"])
+            .arg(&manifest)
+            .arg("--aiter-root")
+            .arg(&s.root)
+            .args(["--group", group])
+            .output()
+            .unwrap()
+    };
+    let known = checkout("ck_fused_attn");
+    assert_eq!(
+        known.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&known.stderr)
+    );
+    assert_prepared(&s);
+    let unknown = checkout("aiter_gemm");
+    assert_eq!(unknown.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        stderr.contains("group aiter_gemm") && stderr.contains("te.toml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn help_lists_every_option_with_its_qola_alias() {
+    let s = setup();
+    let help = qola(&s, &["build", "--help"]).output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    for (option, alias) in [
+        ("--aiter-root", "--root"),
+        ("--aiter-commit", "--commit"),
+        ("--patches-dir", "--patches"),
+        ("--output-dir", "--output"),
+    ] {
+        let at = text
+            .find(option)
+            .unwrap_or_else(|| panic!("{option}: {text}"));
+        assert!(
+            text[at..].contains(&format!("[alias: {alias}]")),
+            "{option}: {text}"
+        );
+    }
+    for option in [
+        "--manifest",
+        "--arch",
+        "--mode",
+        "--group",
+        "--skip-checkout",
+        "--verbose",
+    ] {
+        assert!(text.contains(option), "{option}: {text}");
+    }
+    // A usage error exits 1 (2 is a refusal).
+    let bad = qola(&s, &["build", "--bogus"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+}
+
+#[test]
+fn cache_says_what_it_holds_and_clears_it() {
+    let s = setup();
+    let out = qola(&s, &["cache", "--json"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["objects"], 0);
+    assert!(v["max_bytes"].as_u64().unwrap() > 0);
+    assert!(
+        v["dir"]
+            .as_str()
+            .unwrap()
+            .starts_with(&s.cache().display().to_string())
+    );
+    let cleared = json(&qola(&s, &["cache", "--clear", "--json"]).output().unwrap());
+    assert_eq!(cleared["cleared"], 0);
+}

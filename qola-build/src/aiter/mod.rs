@@ -44,7 +44,9 @@ pub use codegen::Generated;
 pub use error::AiterError;
 pub use hsa::{EmbeddedHsa, embed_hsa};
 pub use library::{AiterLibrary, Api, library, write_public_headers};
-pub use output::{BuildOutcome, BuildRecord, ModulePlan, ModuleRecord, OutputBuild, Summary};
+pub use output::{
+    BuildOutcome, BuildRecord, ModulePlan, ModuleRecord, OutputBuild, Summary, check_groups,
+};
 pub use plan::GeneratorPlan;
 pub use recipe::{AiterPaths, ModuleRecipe};
 

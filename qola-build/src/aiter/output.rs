@@ -245,22 +245,7 @@ impl OutputBuild {
                 })
                 .unwrap_or_default()
         };
-        for group in &groups {
-            if !ctx
-                .manifest
-                .modules
-                .iter()
-                .any(|m| m.group.as_deref() == Some(group))
-            {
-                return Err(AiterError::InvalidOption {
-                    option: format!("group {group}"),
-                    problem: format!(
-                        "no [[modules]] entry of {} has group = {group:?}",
-                        ctx.manifest.path.display()
-                    ),
-                });
-            }
-        }
+        groups_exist(&ctx.manifest, &groups)?;
         let mut selected = Vec::new();
         for module in &ctx.manifest.modules {
             if !groups.is_empty() && !module.group.as_ref().is_some_and(|g| groups.contains(g)) {
@@ -451,6 +436,36 @@ impl OutputBuild {
         }
         Ok(plans)
     }
+}
+
+/// Every group of `groups` is the group of some `[[modules]]` entry of `manifest`.
+fn groups_exist(manifest: &Manifest, groups: &[String]) -> Result<()> {
+    for group in groups {
+        if !manifest
+            .modules
+            .iter()
+            .any(|m| m.group.as_deref() == Some(group))
+        {
+            return Err(AiterError::InvalidOption {
+                option: format!("group {group}"),
+                problem: format!(
+                    "no [[modules]] entry of {} has group = {group:?}",
+                    manifest.path.display()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// QoLA's `checkout --group`: every group named is a group of the manifest `prepare` reads (the
+/// tree is the same for all of them, so they select nothing).
+pub fn check_groups(prepare: &Prepare, groups: &[String]) -> Result<()> {
+    let directives = Directives::new(false);
+    let env = Env::new(&directives);
+    let settings = prepare.settings(&env, &directives)?;
+    let path = settings.manifest_path.ok_or(ManifestError::Missing)?;
+    groups_exist(&Manifest::from_path(&path)?, groups)
 }
 
 /// `[qola] rocm_versions`: the compiler's HIP version must start with one of them.

@@ -1,0 +1,254 @@
+//! The command line's arguments: QoLA's commands and option names (`build`, `checkout`,
+//! `--manifest`, `--aiter-root`, `--aiter-commit`, `--patches-dir`, `--output-dir`, `--arch`,
+//! `--mode`, `--group`, `--skip-checkout`, `-v`) with qola's own beside them, each alias listed
+//! in `--help`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use qola_build::manifest::BuildMode;
+use qola_build::{OutputBuild, Prepare};
+
+/// qola: prepare AMD's AITER sources (a pinned commit plus a patch series) and build its
+/// kernels, correctly and incrementally; a drop-in for QoLA's `build` and `checkout`.
+///
+/// Exit status: 0 success, 2 refused (local edits), 1 error (build: any module failed).
+/// With --json, standard output is exactly one JSON object; messages go to standard error.
+#[derive(Debug, Parser)]
+#[command(name = "qola", version, max_term_width = 100)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Make the checkout the prepared state (clone, resync, or nothing when up to date).
+    Prepare(PrepareCmd),
+    /// QoLA's name for prepare (never a blind reset: local edits are refused).
+    Checkout(CheckoutCmd),
+    /// Say what prepare would do and why; writes nothing, takes no lock, never fetches.
+    Status(PrepareCmd),
+    /// Print local edits relative to the prepared state as a patch for the series.
+    Diff(DiffCmd),
+    /// Prepare, then build the manifest's [[modules]] into --output-dir as QoLA lays it out
+    /// (lib/<ns>_<md_name>.so, include/, configs/, manifest.json); incremental.
+    Build(BuildCmd),
+    /// Every decision and command `build` would run, without compiling (code generation runs).
+    Plan(BuildCmd),
+    /// What qola's object cache holds (size, objects, the last builds' hits and misses).
+    Cache(CacheCmd),
+}
+
+/// Where the AITER tree comes from and where it goes.
+#[derive(Debug, Args)]
+pub(crate) struct Source {
+    /// The manifest [default: QOLA_MANIFEST, else ./qola.toml if present].
+    #[arg(short = 'm', long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// The AITER checkout [default: QOLA_AITER_ROOT, else qola's cache].
+    #[arg(
+        short = 'a',
+        long = "aiter-root",
+        visible_alias = "root",
+        value_name = "DIR"
+    )]
+    pub root: Option<PathBuf>,
+    /// The AITER commit: SHA, tag or branch [default: QOLA_AITER_COMMIT, the manifest's].
+    #[arg(long = "aiter-commit", visible_alias = "commit", value_name = "REV")]
+    pub commit: Option<String>,
+    /// The patch series directory [default: QOLA_PATCHES_DIR, the manifest's, else qola's
+    /// own series].
+    #[arg(long = "patches-dir", visible_alias = "patches", value_name = "DIR")]
+    pub patches: Option<PathBuf>,
+    /// The AITER repository [default: QOLA_AITER_URL, the manifest's, github.com/ROCm/aiter].
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// Never use the network (QOLA_OFFLINE=1).
+    #[arg(long)]
+    pub offline: bool,
+}
+
+/// How to treat a tree that is not the prepared state.
+#[derive(Debug, Args)]
+pub(crate) struct Treatment {
+    /// Save local edits as a backup patch, then prepare (QOLA_FORCE_PREPARE=1).
+    #[arg(long)]
+    pub force: bool,
+    /// Use the tree as it is, write nothing (QOLA_SKIP_PREPARE=1).
+    #[arg(long)]
+    pub skip: bool,
+}
+
+/// `prepare` and `status`.
+#[derive(Debug, Args)]
+#[command(args_override_self = true)]
+pub(crate) struct PrepareCmd {
+    #[command(flatten)]
+    pub source: Source,
+    #[command(flatten)]
+    pub treatment: Treatment,
+    /// Print one JSON object on standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `checkout`.
+#[derive(Debug, Args)]
+#[command(args_override_self = true)]
+pub(crate) struct CheckoutCmd {
+    #[command(flatten)]
+    pub prepare: PrepareCmd,
+    /// A module group of the manifest, repeatable (QoLA's checkout --group): checked to exist;
+    /// the tree is the same for every group.
+    #[arg(long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+}
+
+/// `diff`.
+#[derive(Debug, Args)]
+#[command(args_override_self = true)]
+pub(crate) struct DiffCmd {
+    #[command(flatten)]
+    pub source: Source,
+    /// Write the patch to this file [default: standard output].
+    #[arg(
+        short = 'o',
+        long = "output-dir",
+        visible_alias = "output",
+        value_name = "FILE"
+    )]
+    pub output: Option<PathBuf>,
+}
+
+/// QoLA's build modes.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Mode {
+    /// A shared library with a C++ API and no PyTorch: what qola builds.
+    #[value(name = "cpp_itfs")]
+    CppItfs,
+    /// A Python extension linked against PyTorch: refused.
+    Pybind,
+}
+
+/// `build` and `plan`.
+#[derive(Debug, Args)]
+#[command(args_override_self = true)]
+pub(crate) struct BuildCmd {
+    #[command(flatten)]
+    pub prepare: PrepareCmd,
+    /// The output directory.
+    #[arg(
+        short = 'o',
+        long = "output-dir",
+        visible_alias = "output",
+        value_name = "DIR"
+    )]
+    pub output: PathBuf,
+    /// GPU architecture, repeatable or `;`-separated [default: the manifest's [build]
+    /// architectures, then GPU_ARCHS, then this machine's].
+    #[arg(long = "arch", value_name = "ARCH")]
+    pub archs: Vec<String>,
+    /// The build mode of modules whose entry has none (pybind needs PyTorch: refused).
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Only modules of this group, repeatable [default: QOLA_BUILD_GROUPS, else all].
+    #[arg(long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+    /// Use the tree as it is (QOLA_AITER_SOURCE_DIR names such a tree too).
+    #[arg(long)]
+    pub skip_checkout: bool,
+    /// Only CK instances whose name matches (CK's --filter).
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Option<String>,
+    /// Print each compile command (build) or each unit's decision (plan).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+}
+
+/// `cache`.
+#[derive(Debug, Args)]
+#[command(args_override_self = true)]
+pub(crate) struct CacheCmd {
+    /// qola's cache [default: QOLA_CACHE_DIR, $XDG_CACHE_HOME/qola, $HOME/.cache/qola].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Remove every object no running build holds.
+    #[arg(long)]
+    pub clear: bool,
+    /// Print one JSON object on standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl PrepareCmd {
+    /// The preparation these arguments ask for.
+    pub(crate) fn options(&self) -> Prepare {
+        let mut options = self.source.options();
+        if self.treatment.force {
+            options.force(true);
+        }
+        if self.treatment.skip {
+            options.skip(true);
+        }
+        options
+    }
+}
+
+impl Source {
+    /// The preparation of this source, no Cargo directives.
+    pub(crate) fn options(&self) -> Prepare {
+        let mut options = Prepare::new();
+        options.cargo_metadata(false);
+        if let Some(path) = &self.manifest {
+            options.manifest(path);
+        }
+        if let Some(root) = &self.root {
+            options.root(root);
+        }
+        if let Some(commit) = &self.commit {
+            options.commit(commit);
+        }
+        if let Some(dir) = &self.patches {
+            options.patches_dir(dir);
+        }
+        if let Some(url) = &self.url {
+            options.url(url);
+        }
+        if self.offline {
+            options.offline(true);
+        }
+        options
+    }
+}
+
+impl BuildCmd {
+    /// The build these arguments ask for.
+    pub(crate) fn output_build(&self) -> OutputBuild {
+        let archs: Vec<String> = self
+            .archs
+            .iter()
+            .flat_map(|a| a.split(';'))
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(String::from)
+            .collect();
+        let mut build = OutputBuild::new(self.prepare.options(), &self.output);
+        build
+            .archs(&archs)
+            .groups(&self.groups)
+            .skip_checkout(self.skip_checkout)
+            .verbose(self.verbose);
+        if let Some(mode) = self.mode {
+            build.mode(match mode {
+                Mode::CppItfs => BuildMode::CppItfs,
+                Mode::Pybind => BuildMode::Pybind,
+            });
+        }
+        if let Some(filter) = &self.filter {
+            build.ck_filter(filter);
+        }
+        build
+    }
+}

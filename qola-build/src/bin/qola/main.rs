@@ -1,0 +1,257 @@
+//! `qola`: prepare AITER and build its modules from the command line (for CMake builds, for
+//! QoLA's users, and for people).
+//!
+//! Exit status: 0 on success, 2 when local edits made qola refuse, 1 on any error (a usage
+//! error included). With `--json`, standard output is exactly one JSON object; messages go to
+//! standard error.
+
+mod args;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use qola_build::{Action, Error, Preparation};
+
+use args::{BuildCmd, CacheCmd, CheckoutCmd, Cli, Command, DiffCmd, PrepareCmd};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let usage = e.use_stderr();
+            let _ = e.print();
+            // Help and the version are answers; anything else a usage error, status 1 (2 means
+            // a refusal).
+            return ExitCode::from(if usage { 1 } else { 0 });
+        }
+    };
+    let Some(command) = cli.command else {
+        let _ = <Cli as clap::CommandFactory>::command().print_help();
+        return ExitCode::SUCCESS;
+    };
+    match command {
+        Command::Prepare(c) => prepare("prepare", &c, c.options().try_prepare()),
+        Command::Checkout(c) => checkout(&c),
+        Command::Status(c) => prepare("status", &c, c.options().try_status()),
+        Command::Diff(c) => diff(&c),
+        Command::Build(c) => build(&c),
+        Command::Plan(c) => plan(&c),
+        Command::Cache(c) => cache(&c),
+    }
+}
+
+fn print_json(value: &serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut out, value);
+    let _ = writeln!(out);
+}
+
+fn fail(verb: &str, json: bool, e: &Error) -> ExitCode {
+    if json {
+        print_json(&serde_json::json!({ "action": "error", "error": e.to_string() }));
+    }
+    eprintln!("qola {verb}: error: {e}");
+    ExitCode::from(1)
+}
+
+/// `prepare`, `status` and `checkout`: the report (or the refusal) and the exit status.
+fn prepare(
+    verb: &str,
+    c: &PrepareCmd,
+    result: Result<Preparation, qola_build::PrepareError>,
+) -> ExitCode {
+    let prepared = match result {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            let e = Error::from(e);
+            let Some(refused) = e.refused() else {
+                return fail(verb, c.json, &e);
+            };
+            if c.json {
+                print_json(&serde_json::to_value(refused).expect("a report always serializes"));
+            }
+            eprintln!("qola {verb}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if c.json {
+        print_json(&serde_json::to_value(&prepared).expect("a report always serializes"));
+    }
+    eprintln!("qola {verb}: {prepared}");
+    for warning in &prepared.warnings {
+        eprintln!("qola: warning: {warning}");
+    }
+    if verb == "status" {
+        for path in &prepared.edited_paths {
+            eprintln!("  edited: {path}");
+        }
+        for path in &prepared.untracked_paths {
+            eprintln!("  untracked: {path}");
+        }
+    }
+    if prepared.action == Action::Refused {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `checkout`: QoLA's name for prepare; its groups must be the manifest's (the tree is the same
+/// for every group).
+fn checkout(c: &CheckoutCmd) -> ExitCode {
+    if !c.groups.is_empty()
+        && let Err(e) = qola_build::aiter::check_groups(&c.prepare.options(), &c.groups)
+    {
+        return fail("checkout", c.prepare.json, &e.into());
+    }
+    prepare("checkout", &c.prepare, c.prepare.options().try_prepare())
+}
+
+fn diff(c: &DiffCmd) -> ExitCode {
+    let patch = match c.source.options().try_diff() {
+        Ok(patch) => patch,
+        Err(e) => {
+            eprintln!("qola diff: error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let written = match &c.output {
+        Some(path) => std::fs::write(path, &patch).map(|()| {
+            eprintln!(
+                "qola diff: {} bytes written to {}",
+                patch.len(),
+                path.display()
+            );
+        }),
+        None => std::io::stdout().lock().write_all(&patch),
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("qola diff: error: cannot write the patch: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn build(c: &BuildCmd) -> ExitCode {
+    let outcome = match c.output_build().try_build() {
+        Ok(outcome) => outcome,
+        Err(e) => return fail("build", c.prepare.json, &e.into()),
+    };
+    let r = &outcome.record;
+    if c.prepare.json {
+        print_json(&serde_json::to_value(r).expect("a record always serializes"));
+    }
+    eprintln!(
+        "qola build: {}/{} modules built, {} failed; {} of {} units compiled{}",
+        r.summary.success,
+        r.summary.total,
+        r.summary.failed,
+        outcome.compiled,
+        outcome.units,
+        if outcome.record_written {
+            ""
+        } else {
+            "; nothing changed in the output directory"
+        }
+    );
+    for m in r.modules.iter().filter(|m| !m.success) {
+        eprintln!("  FAILED: {}: {}", m.md_name, m.error);
+    }
+    if r.summary.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn plan(c: &BuildCmd) -> ExitCode {
+    let modules = match c.output_build().try_plan() {
+        Ok(modules) => modules,
+        Err(e) => return fail("plan", c.prepare.json, &e.into()),
+    };
+    if c.prepare.json {
+        print_json(&serde_json::json!({ "modules": modules }));
+    }
+    for module in &modules {
+        let cached = module.compile.units.iter().filter(|u| u.cached).count();
+        eprintln!(
+            "qola plan: {}: {} generators, {} units ({cached} cached), {} hsa code objects, {} link steps",
+            module.md_name,
+            module.generators.len(),
+            module.compile.units.len(),
+            module.hsa_blobs,
+            module.compile.link.len()
+        );
+        // Each decision with its reason, counted; each unit with -v.
+        let mut counts: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
+        for unit in &module.compile.units {
+            let reason = if unit.decision == "reuse" {
+                "in qola's cache"
+            } else {
+                unit.reason.as_str()
+            };
+            *counts.entry((unit.decision, reason)).or_default() += 1;
+            if c.verbose {
+                eprintln!(
+                    "  {:10} {} ({})",
+                    unit.decision,
+                    unit.source.display(),
+                    unit.reason
+                );
+            }
+        }
+        for ((decision, reason), n) in counts {
+            eprintln!("  {n} {decision}: {reason}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn cache(c: &CacheCmd) -> ExitCode {
+    let dir = c.cache_dir.as_deref();
+    let cleared = if c.clear {
+        match qola_build::clear_object_cache(dir) {
+            Ok(n) => Some(n),
+            Err(e) => return fail("cache", c.json, &e),
+        }
+    } else {
+        None
+    };
+    let usage = match qola_build::object_cache_usage(dir) {
+        Ok(usage) => usage,
+        Err(e) => return fail("cache", c.json, &e),
+    };
+    if c.json {
+        let mut value = serde_json::to_value(&usage).expect("usage serializes");
+        if let Some(n) = cleared {
+            value["cleared"] = n.into();
+        }
+        print_json(&value);
+    }
+    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+    if let Some(n) = cleared {
+        eprintln!("qola cache: removed {n} objects");
+    }
+    eprintln!(
+        "qola cache: {}\n  {} objects, {:.2} GiB of {:.2} GiB; {} units recorded; {} builds running",
+        usage.dir.display(),
+        usage.objects,
+        gib(usage.bytes),
+        gib(usage.max_bytes),
+        usage.units,
+        usage.running_builds
+    );
+    if !usage.builds.is_empty() {
+        eprintln!("  last builds (reused from the cache / compiled):");
+        for b in usage.builds.iter().rev().take(10) {
+            eprintln!(
+                "    {}  {:>5} / {:<5} {} ({})",
+                b.at, b.hits, b.misses, b.library, b.out_dir
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -64,7 +64,8 @@
 //! | `QOLA_AITER_URL` | AITER repository URL or local path (default `https://github.com/ROCm/aiter.git`) |
 //! | `QOLA_PATCHES_DIR` | patch series directory: every `*.patch`, in file-name order (none given: a manifest gets qola's own series, compiled in) |
 //! | `QOLA_AITER_ROOT` | the checkout (default `<cache>/checkouts/<name>-<hash of the URL>`) |
-//! | `QOLA_CACHE_DIR` | qola's cache: default checkouts and stat snapshots (default `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`) |
+//! | `QOLA_CACHE_DIR` | qola's cache: default checkouts, stat snapshots, objects (default `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`) |
+//! | `QOLA_CACHE_MAX_SIZE` | [`HipBuild`]: the object cache's size limit (`20G`, `500M`, bytes; default 20 GiB or a quarter of its file system), kept by evicting the least recently used objects no running build holds |
 //! | `QOLA_SKIP_PREPARE=1` | use the checkout as it is, write nothing (debug with local edits) |
 //! | `QOLA_FORCE_PREPARE=1` | save local edits as a backup patch, then prepare |
 //! | `QOLA_OFFLINE=1`, `CARGO_NET_OFFLINE=true` | never use the network; a missing commit is an error |

@@ -70,7 +70,7 @@ fn stderr(out: &Output) -> String {
 }
 
 /// The file names of the sources this build compiled, from its progress lines
-/// (`qola: compiled <secs>s <memory> <path, spaces and all> (<done>/<total> done, ...)`).
+/// (`qola: compiled <secs>s <memory> <path, spaces and all> (<why>) (<done>/<total> done, ...)`).
 fn compiled(out: &Output) -> Vec<String> {
     stderr(out)
         .lines()
@@ -81,7 +81,8 @@ fn compiled(out: &Output) -> Vec<String> {
             let l = l.trim_start();
             let rest = l[skip(l)?..].trim_start();
             let rest = rest[skip(rest)?..].trim_start();
-            let path = &rest[..rest.rfind(" (")?];
+            let with_why = &rest[..rest.rfind(" (")?];
+            let path = &with_why[..with_why.rfind(" (")?];
             Some(path.rsplit('/').next().unwrap_or(path).to_string())
         })
         .collect()
@@ -177,6 +178,17 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     );
     assert_nothing_written(&before, &out);
     assert_nothing_written(&tree, &fixtures_dir().join("aiter-narrow/csrc"));
+
+    // Another output directory (`qola build -o B`): every unit comes from qola's cache.
+    let elsewhere = out.with_file_name("layout, elsewhere");
+    let _ = std::fs::remove_dir_all(&elsewhere);
+    let third = qola_build(&hipcc, &te, &elsewhere);
+    assert!(
+        stderr(&third).contains("2/2 modules built, 0 failed; 0 of 18 units compiled"),
+        "{}",
+        stderr(&third)
+    );
+    assert!(elsewhere.join("lib/te_libmha_fwd.so").is_file());
 }
 
 /// (Its output directory has a space in its name: every path stays one argument.)

@@ -23,7 +23,8 @@
 //! | `QOLA_SKIP_PREPARE=1` | write nothing; use the tree as it is; one warning naming up to 10 paths that differ from the prepared state | `skip-requested` |
 //! | no checkout | clone, prepare | `clone` |
 //! | `qola status` only: the answer needs a fetch (status never fetches) | nothing; the reason says what needs fetching | `resync` |
-//! | `preparing` marker left by an interrupted run | prepare again from the pinned commit; files it left half-written are saved as a backup patch first | `recover` |
+//! | a journal left by an interrupted run (killed; see below) | first roll it back (a first clone: finish it), then decide on the tree as it was; the reasons say "finished an interrupted prepare"; nothing qola left is a local edit | `recover` |
+//! | `qola status` only: that journal is still there | nothing: says prepare will finish it first | `recover` |
 //! | key unchanged, tree == prepared state | nothing: no file written, no mtime changed | `up-to-date` |
 //! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed: commit, patch added/changed/removed/renamed, manifest field, qola version, patch reverted in tree, HEAD moved | `resync` |
 //! | the tree already equals what the new key produces (e.g. `qola diff` output added to the series) | adopt it: write the stamp, rewrite no file | `resync` (reason `adopted`) |
@@ -40,6 +41,13 @@
 //! back to the pinned commit and keeps each old one as `refs/qola/kept/<id>` (the latest also as
 //! `refs/qola/previous-head`) until you delete it. A missing file of a submodule that is not checked
 //! out (`git submodule deinit`, a new `git worktree add`) is not an edit either: it is checked out.
+//!
+//! **Nothing half-done.** Every write of a preparation (work-tree files, each repository's index,
+//! `HEAD` and config, a submodule's `.git` link) is first recorded in a journal in
+//! `.git/qola/journal/`, with the old content kept there; the stamp, written last, completes it.
+//! Any error after the first write undoes every change before it is reported ("the checkout is
+//! as it was before this preparation"); a killed run is undone by the next one (a first clone is
+//! finished instead), before it looks at the tree.
 //!
 //! **Nothing of yours is removed without a backup.** Every write of a resync is planned and checked
 //! before the first one (names the file system cannot take, symlinks on the way, what is in the
@@ -91,7 +99,8 @@
 //!
 //! The default checkout is in qola's cache, outside any package source (a published crate's
 //! source is read-only), shared by debug and release builds and `cargo check`, and untouched by
-//! `cargo clean`. Inside its git directory, `.git/qola/` holds the stamp, the `preparing` marker
+//! `cargo clean`. Inside its git directory, `.git/qola/` holds the stamp, the journal of a
+//! preparation while it writes
 //! and the backups (local edits of a forced run, what a resync moved out of its way). The lock
 //! file sits beside the checkout, for its canonical path: `<parent>/.<name>.qola-lock`. The stat snapshots that make a no-op check fast live in
 //! `<cache>/snapshots/`, outside the checkout.

@@ -119,49 +119,143 @@ fn real_tree_prepares_with_our_series_and_stays_up_to_date() {
     );
 }
 
+/// The steps of a preparation with qola's series, as the kill hook names them.
+fn patch_steps() -> Vec<String> {
+    qola_tests::files_with_extension(&series(), "patch")
+        .iter()
+        .map(|p| format!("patch:{}", p.file_name().unwrap().to_string_lossy()))
+        .collect()
+}
+
+/// A copy of the real upstream with one more commit in each repository (an edit, a new file, a
+/// deletion; the submodule moves), beside each other as `.gitmodules` expects; returns the
+/// superproject and its new commit.
+fn bumped_upstream(real: &qola_tests::RealAiter, dir: &Path) -> (PathBuf, String) {
+    let (ck, aiter) = (dir.join("composable_kernel"), dir.join("aiter"));
+    std::fs::create_dir_all(dir).unwrap();
+    for (from, to) in [(&real.ck, &ck), (&real.upstream, &aiter)] {
+        git(
+            dir,
+            &[
+                "clone",
+                "-q",
+                &from.to_string_lossy(),
+                &to.to_string_lossy(),
+            ],
+        );
+    }
+    common::write(&ck, "README.md", "composable_kernel, bumped\n");
+    common::write(&ck, "include/ck_tile/qola_bump.hpp", "#pragma once\n");
+    git(&ck, &["rm", "-q", "LICENSE"]);
+    git(&ck, &["add", "-A"]);
+    git(&ck, &["commit", "-q", "-m", "bump"]);
+    let ck_commit = git(&ck, &["rev-parse", "HEAD"]);
+    common::write(&aiter, "aiter/_version.py", "# AITER, bumped\n");
+    common::write(&aiter, "csrc/include/qola_bump.h", "#pragma once\n");
+    git(&aiter, &["rm", "-q", "gradlib/setup.py"]);
+    git(
+        &aiter,
+        &["add", "aiter/_version.py", "csrc/include/qola_bump.h"],
+    );
+    qola_tests::add_gitlink(&aiter, &ck_commit, "3rdparty/composable_kernel");
+    git(&aiter, &["commit", "-q", "-m", "bump"]);
+    let commit = git(&aiter, &["rev-parse", "HEAD"]);
+    (aiter, commit)
+}
+
+/// Kills placed by step, not by time (a fixed delay lands in another phase on a loaded machine):
+/// a first clone and a bump of the real tree, killed at each of their steps, are finished by the
+/// next prepare, which says so and takes nothing qola left for a local edit.
 #[test]
-fn a_prepare_killed_midway_is_finished_by_the_next_one() {
+fn a_prepare_killed_at_any_step_of_a_first_clone_or_a_bump_is_finished_by_the_next_one() {
+    use std::os::unix::process::ExitStatusExt;
     let Some(real) = qola_tests::real_aiter() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("aiter");
-    let qola = |verb: &str| {
+    let (upstream, bumped) = bumped_upstream(&real, &tmp.path().join("upstream"));
+    let qola = |verb: &str, root: &Path, commit: &str, kill_at: Option<&str>| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_qola"));
         c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            .env_remove("QOLA_TEST_KILL_AT")
             .args([verb, "--json", "--root"])
-            .arg(&root)
-            .args([
-                "--url",
-                &real.upstream.to_string_lossy(),
-                "--commit",
-                &real.commit,
-                "--patches",
-            ])
+            .arg(root)
+            .arg("--url")
+            .arg(&upstream)
+            .args(["--commit", commit, "--patches"])
             .arg(series());
-        c
+        if let Some(step) = kill_at {
+            c.env("QOLA_TEST_KILL_AT", step);
+        }
+        c.output().unwrap()
     };
-    // Killed somewhere in the clone, the checkout or the patching (a fresh prepare takes seconds).
-    let mut child = qola("prepare")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let out = qola("prepare").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let action = v["action"].as_str().unwrap();
-    assert!(["clone", "recover", "up-to-date"].contains(&action), "{v}");
-    assert!(read(&root, CK_ONLY).contains("receipt == 700"));
-    let out = qola("status").output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["action"], "up-to-date", "{v}");
+    let finished = |root: &Path, commit: &str, step: &str| {
+        let out = qola("prepare", root, commit, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{step}: {stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let text = v.to_string();
+        assert!(
+            text.contains("finished an interrupted prepare"),
+            "{step}: {v}"
+        );
+        for wrong in ["local edits", "lost their patches", "half-written"] {
+            assert!(!text.contains(wrong), "{step}: {wrong}: {v}");
+        }
+        assert_eq!(v["edited_paths"], serde_json::json!([]), "{step}: {v}");
+        assert!(read(root, CK_ONLY).contains("receipt == 700"), "{step}");
+        let status = qola("status", root, commit, None);
+        let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+        assert_eq!(v["action"], "up-to-date", "{step}: {v}");
+    };
+    let killed = |out: std::process::Output, step: &str| {
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{step}: not killed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let clone_steps = [
+        "superproject-clone",
+        "superproject-checkout",
+        "submodule-clone:3rdparty/composable_kernel",
+        "submodule-checkout:3rdparty/composable_kernel",
+    ];
+    for (i, step) in clone_steps
+        .iter()
+        .map(|s| s.to_string())
+        .chain(patch_steps())
+        .chain(["stamp".to_string()])
+        .enumerate()
+    {
+        let root = tmp.path().join(format!("first-{i}"));
+        killed(qola("prepare", &root, &real.commit, Some(&step)), &step);
+        finished(&root, &real.commit, &format!("first clone, {step}"));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+    // A bump: from the prepared pin to the bumped commit, killed at each step; then back.
+    let root = tmp.path().join("bump");
+    assert!(qola("prepare", &root, &real.commit, None).status.success());
+    for step in [
+        "superproject-checkout",
+        "submodule-checkout:3rdparty/composable_kernel",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(patch_steps())
+    .chain(["stamp".to_string()])
+    {
+        killed(qola("prepare", &root, &bumped, Some(&step)), &step);
+        finished(&root, &bumped, &format!("bump, {step}"));
+        assert_eq!(read(&root, "aiter/_version.py"), "# AITER, bumped\n");
+        assert!(!root.join("gradlib/setup.py").exists());
+        assert!(
+            root.join("3rdparty/composable_kernel/include/ck_tile/qola_bump.hpp")
+                .is_file()
+        );
+        assert!(qola("prepare", &root, &real.commit, None).status.success());
+    }
     let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .flatten()

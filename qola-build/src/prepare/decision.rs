@@ -12,6 +12,7 @@
 
 use crate::prepare::git::state::PathState;
 use crate::prepare::report::Action;
+pub(crate) use crate::prepare::report::why::Resumed;
 use crate::prepare::report::why::Why;
 
 /// How the checkout was found.
@@ -73,8 +74,8 @@ pub(crate) struct PathFacts {
 pub(crate) struct Facts {
     /// The checkout.
     pub checkout: Checkout,
-    /// A `preparing` marker was left by an interrupted run.
-    pub interrupted: bool,
+    /// What an interrupted run left, and what became of it.
+    pub resumed: Resumed,
     /// `QOLA_FORCE_PREPARE=1`.
     pub force: bool,
     /// The stamp.
@@ -98,6 +99,14 @@ pub(crate) enum Found<T> {
     NeedsFetch(String),
     /// The snapshot or the fingerprint proved the tree is the prepared state for this key.
     Unchanged,
+    /// `status`: a journal an interrupted preparation left (its kind, how many changes); the
+    /// tree is in between, so it is not compared.
+    Pending {
+        /// Whose journal.
+        kind: crate::prepare::journal::Kind,
+        /// How many changes it records.
+        changes: usize,
+    },
     /// The tree, compared path by path with the prepared state.
     Compared {
         /// The decision's input.
@@ -116,6 +125,13 @@ pub(crate) enum Decision<T> {
     Clone,
     /// A run that never fetches (`status`, `diff`) cannot answer without a fetch (what for).
     FetchNeeded(String),
+    /// `status`: prepare first finishes what an interrupted preparation left (see `journal`).
+    FinishInterrupted {
+        /// It is a first clone's.
+        clone: bool,
+        /// How many changes its journal records.
+        changes: usize,
+    },
     /// Nothing: the tree is the prepared state.
     UpToDate,
     /// Local edits: change nothing.
@@ -163,6 +179,10 @@ pub(crate) fn decide<T>(found: Found<T>) -> Decision<T> {
         Found::Missing => Decision::Clone,
         Found::NeedsFetch(what) => Decision::FetchNeeded(what),
         Found::Unchanged => Decision::UpToDate,
+        Found::Pending { kind, changes } => Decision::FinishInterrupted {
+            clone: kind == crate::prepare::journal::Kind::Clone,
+            changes,
+        },
         Found::Compared { facts, tree } => match judge_tree(&facts) {
             Ok(plan) => Decision::Prepare { plan, tree },
             Err((whys, edited)) => Decision::Refuse { whys, edited },
@@ -176,8 +196,8 @@ fn judge_tree(facts: &Facts) -> Result<Plan, (Vec<Why>, Vec<String>)> {
     let cloned = facts.checkout == Checkout::Cloned;
     let verdicts = judge(facts, cloned);
     let mut whys = Vec::new();
-    if facts.interrupted {
-        whys.push(Why::Interrupted);
+    if facts.resumed != Resumed::None {
+        whys.push(Why::Interrupted(facts.resumed));
     }
     if !cloned {
         whys.extend(tree_whys(facts, &verdicts.reverted));
@@ -185,7 +205,8 @@ fn judge_tree(facts: &Facts) -> Result<Plan, (Vec<Why>, Vec<String>)> {
             whys.push(Why::Differs(verdicts.differing.clone()));
         }
     }
-    if !verdicts.edited.is_empty() && !facts.force && !facts.interrupted {
+    let unjournaled = facts.resumed == Resumed::Unjournaled;
+    if !verdicts.edited.is_empty() && !facts.force && !unjournaled {
         return Err((whys, verdicts.edited));
     }
     let heads_at_pin = facts
@@ -195,10 +216,10 @@ fn judge_tree(facts: &Facts) -> Result<Plan, (Vec<Why>, Vec<String>)> {
     if !cloned && verdicts.differing.is_empty() && heads_at_pin {
         whys.push(Why::Adopted);
     }
-    let action = if cloned {
-        Action::Clone
-    } else if facts.interrupted {
+    let action = if facts.resumed != Resumed::None {
         Action::Recover
+    } else if cloned {
+        Action::Clone
     } else if facts.force {
         Action::Forced
     } else {
@@ -228,7 +249,8 @@ fn judge(facts: &Facts, cloned: bool) -> Verdicts {
         };
         // After an interrupted run, a missing file is one it had not written yet; in a
         // repository that is not checked out, one never checked out: restoring it loses nothing.
-        let unwritten = (facts.interrupted || !p.repo_checked_out) && p.now.is_none();
+        let unwritten =
+            (facts.resumed == Resumed::Unjournaled || !p.repo_checked_out) && p.now.is_none();
         // Content staged apart from the work tree is the user's too.
         let staged = p.staged.as_ref().filter(|s| **s != p.now && !known(s));
         if let Some(staged) = staged {
@@ -307,7 +329,7 @@ mod tests {
     fn facts(paths: Vec<PathFacts>) -> Facts {
         Facts {
             checkout: Checkout::Present,
-            interrupted: false,
+            resumed: Resumed::None,
             force: false,
             stamp: StampFacts::Present(Vec::new()),
             differs: true,
@@ -445,12 +467,12 @@ mod tests {
     #[test]
     fn an_interrupted_run_recovers_and_saves_what_it_left() {
         let f = Facts {
-            interrupted: true,
+            resumed: Resumed::Unjournaled,
             ..facts(vec![patched("f", state("half")), patched("g", None)])
         };
         let p = plan(decide_facts(&f));
         assert_eq!(p.action, Action::Recover);
-        assert_eq!(p.whys[0], Why::Interrupted);
+        assert_eq!(p.whys[0], Why::Interrupted(Resumed::Unjournaled));
         // A missing file is one it had not written yet, not an edit.
         assert_eq!(p.edited, vec!["f".to_string()]);
     }

@@ -1,10 +1,11 @@
 //! Carrying out a decision: the only place where a preparation writes in the checkout.
 //!
-//! In order: save what must not be lost (local edits of a forced run, what an interrupted run
-//! left, staged content), drop the snapshot, write the `preparing` marker, connect the
-//! repositories (origin URLs, submodule links), sync the work tree (see the `sync` module), take a
-//! new snapshot, verify the tree's fingerprint, write the stamp and the snapshot, and clear the
-//! marker.
+//! In order: save what must not be lost (local edits of a forced run, what an older qola's
+//! interrupted run left, staged content), drop the snapshot, begin the journal (see `journal`:
+//! every write below goes through it, and any error undoes them all), check every write, save
+//! git's own files, connect the repositories (origin URLs, submodule links), sync the work tree
+//! (see the `sync` module), take a new snapshot, verify the tree's fingerprint, write the stamp
+//! (the commit point: the journal goes) and the snapshot.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,7 @@ use crate::common::tree_path::on_disk;
 use crate::prepare::decision::Plan;
 use crate::prepare::diff::{Change, render};
 use crate::prepare::git::state::workdir_content;
+use crate::prepare::journal::{self, Journal, Kind};
 use crate::prepare::observe::{Compared, PinnedTree, Run};
 use crate::prepare::patch::{Series, parse_patch};
 use crate::prepare::record::fingerprint::scan;
@@ -22,9 +24,11 @@ use crate::prepare::record::stamp::Stamp;
 use crate::prepare::report::error::{PrepareError, Result};
 use crate::prepare::report::why::{LIST_LIMIT, name_some};
 use crate::prepare::report::{Action, Preparation, Reason, ReasonKind};
-use crate::prepare::sync::{Target, sync};
+use crate::prepare::sync::{Target, check_writes, sync};
 
 /// Writes the prepared state as `plan` says; `report` is the status's report, completed here.
+/// Every write goes through the preparation's journal: an error after the first one undoes them
+/// all before it is reported (see `journal`).
 pub(crate) fn execute(
     run: &Run,
     compared: Compared,
@@ -33,22 +37,75 @@ pub(crate) fn execute(
 ) -> Result<Preparation> {
     let settings = run.settings;
     let root = &settings.root;
+    if !plan.edited.is_empty() {
+        save_edits(run, &compared.tree, plan, &mut report)?;
+    }
+    let snapshot_file = settings.cache.as_ref().map(|c| Snapshot::file(c, root));
+    if let Some(file) = &snapshot_file {
+        keep_cache_going(Snapshot::remove(file), &mut report, run);
+    }
+    let git_dir = compared.tree.pinned.repos[0].repo.path().to_path_buf();
+    let mut journal = if compared.fresh && journal::dir_of(&git_dir).exists() {
+        Journal::resume(&git_dir, run.hooks.clone())?
+    } else {
+        let kind = if compared.fresh {
+            Kind::Clone
+        } else {
+            Kind::Prepare
+        };
+        Journal::begin(&git_dir, kind, &compared.key, run.hooks.clone())?
+    };
+    match write_prepared(
+        run,
+        compared,
+        plan,
+        &mut report,
+        &mut journal,
+        &snapshot_file,
+    ) {
+        Ok(()) => {
+            journal.commit()?;
+            Ok(report)
+        }
+        Err(error) => Err(roll_back(journal, error)),
+    }
+}
+
+/// Undoes what `journal` records after `error`; the error says what became of the tree.
+fn roll_back(journal: Journal, error: PrepareError) -> PrepareError {
+    let dir = journal.dir().to_path_buf();
+    match journal.roll_back() {
+        Ok(0) => error,
+        Ok(changes) => PrepareError::RolledBack {
+            error: Box::new(error),
+            changes,
+        },
+        Err(undo) => PrepareError::RollbackFailed {
+            error: Box::new(error),
+            undo: Box::new(undo),
+            journal: dir,
+        },
+    }
+}
+
+/// Everything a preparation writes, through `journal`, up to the stamp (its commit point).
+fn write_prepared(
+    run: &Run,
+    compared: Compared,
+    plan: &Plan,
+    report: &mut Preparation,
+    journal: &mut Journal,
+    snapshot_file: &Option<std::path::PathBuf>,
+) -> Result<()> {
+    let root = &run.settings.root;
     let directives = run.directives;
     let Compared {
         mut tree,
         key,
         components,
         expected_fingerprint,
+        ..
     } = compared;
-    if !plan.edited.is_empty() {
-        save_edits(run, &tree, plan, &mut report)?;
-    }
-    let snapshot_file = settings.cache.as_ref().map(|c| Snapshot::file(c, root));
-    if let Some(file) = &snapshot_file {
-        keep_cache_going(Snapshot::remove(file), &mut report, run);
-    }
-    tree.qola_dir.write_marker(&key)?;
-    tree.pinned.attach(root)?;
     let pinned_heads = tree.pinned.heads();
     let mut targets = BTreeMap::new();
     for path in &tree.candidates {
@@ -61,13 +118,22 @@ pub(crate) fn execute(
             },
         );
     }
-    let patch_for = |path: &str| patch_touching(&run.series, path);
+    let patch_for = |path: &str| last_patch_touching(&run.series, path);
+    // Every write is checked before the first (a refusal leaves the tree untouched).
+    let checked = check_writes(root, &tree.pinned, &targets, &patch_for)?;
+    save_git_files(&tree, journal)?;
+    journal.git_write()?;
+    tree.pinned.attach(root)?;
+    let patches: Vec<String> = run.series.patches.iter().map(|p| p.name.clone()).collect();
     let synced = sync(
         root,
         &tree.pinned,
         &targets,
+        &checked,
+        &patches,
         &patch_for,
         tree.qola_dir.backup_dir(unix_now()),
+        journal,
     )?;
     for (paths, kind, what) in [
         (
@@ -109,15 +175,33 @@ pub(crate) fn execute(
         prepared_at: unix_now(),
         action: plan.action.as_str().to_string(),
     })?;
-    if let (Some(snapshot), Some(file)) = (snapshot, &snapshot_file) {
-        keep_cache_going(snapshot.write(file), &mut report, run);
+    journal.step("stamp");
+    if let (Some(snapshot), Some(file)) = (snapshot, snapshot_file) {
+        keep_cache_going(snapshot.write(file), report, run);
     }
+    // The marker an older qola left is done with too.
     tree.qola_dir.clear_marker()?;
     for warning in &tree.applied.offsets {
         directives.warning(warning);
     }
     report.fingerprint = expected_fingerprint;
-    Ok(report)
+    Ok(())
+}
+
+/// Saves git's own files that the preparation may rewrite (each repository's `index`, `HEAD`,
+/// `config`, a submodule's `.git` link and its directory) into the journal, before the first.
+fn save_git_files(tree: &PinnedTree, journal: &mut Journal) -> Result<()> {
+    for repo in &tree.pinned.repos {
+        let git_dir = repo.repo.path();
+        for file in ["index", "HEAD", "config"] {
+            journal.save_git_file(&git_dir.join(file))?;
+        }
+        if !repo.path.is_empty() {
+            journal.create_dir_all(&repo.workdir)?;
+            journal.save_git_file(&repo.workdir.join(".git"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Keeps the snapshot that the scan proved right (`up-to-date` in `prepare`): nothing is written
@@ -237,11 +321,12 @@ fn keep_cache_going(result: Result<()>, report: &mut Preparation, run: &Run) {
     }
 }
 
-/// The name of a patch of the series that touches `path`, for messages.
-fn patch_touching(series: &Series, path: &str) -> String {
+/// The name of the last patch of the series that touches `path` (`None`: none does).
+fn last_patch_touching(series: &Series, path: &str) -> Option<String> {
     series
         .patches
         .iter()
+        .rev()
         .find(|p| {
             parse_patch(&p.name, &p.bytes).is_ok_and(|parsed| {
                 parsed.files.iter().any(|f| {
@@ -249,8 +334,5 @@ fn patch_touching(series: &Series, path: &str) -> String {
                 })
             })
         })
-        .map_or_else(
-            || "(restoring the pinned tree)".to_string(),
-            |p| p.name.clone(),
-        )
+        .map(|p| p.name.clone())
 }

@@ -30,6 +30,7 @@ mod decision;
 mod diff;
 mod execute;
 pub(crate) mod git;
+mod journal;
 mod observe;
 mod patch;
 pub(crate) mod record;
@@ -45,7 +46,7 @@ use std::collections::BTreeSet;
 
 use crate::build_script::{Directives, Env};
 use crate::common::tree_path::{on_disk, shown};
-use crate::prepare::decision::{Decision, Found, decide};
+use crate::prepare::decision::{Decision, Found, Resumed, decide};
 use crate::prepare::diff::{Change, render};
 use crate::prepare::execute::{execute, keep_renewed_snapshot};
 use crate::prepare::git::checkout::open_checkout;
@@ -91,7 +92,32 @@ impl Prepare {
         })?;
         remove_partial_clones(&settings.root);
         let run = Run::new(&settings, &env, directives, Mode::Prepare)?;
-        act(&run, observe(&run, None)?)
+        // What an interrupted run left is dealt with first (see `journal`): rolled back, or a
+        // first clone finished.
+        let resumed = match open_checkout(&settings.root)? {
+            Some(repo) => {
+                let stamp = QolaDir::new(repo.path()).read_stamp();
+                match journal::recover(repo.path(), stamp.as_ref().map(|s| s.key.as_str()))? {
+                    None => Resumed::None,
+                    Some(journal::Interrupted::Clone) => Resumed::Clone,
+                    Some(journal::Interrupted::Completed) => Resumed::Completed,
+                    Some(journal::Interrupted::RolledBack { changes }) => {
+                        Resumed::RolledBack { changes }
+                    }
+                }
+            }
+            None => Resumed::None,
+        };
+        let mut report = act(&run, observe(&run, None, resumed)?)?;
+        if resumed != Resumed::None
+            && !report
+                .reasons
+                .iter()
+                .any(|r| r.kind == ReasonKind::Interrupted)
+        {
+            report.reasons.insert(0, Why::Interrupted(resumed).reason());
+        }
+        Ok(report)
     }
 
     /// What [`Prepare::try_prepare`] would do and why. Writes nothing, takes no lock, never
@@ -101,7 +127,7 @@ impl Prepare {
         let env = Env::new(&directives);
         let settings = self.settings(&env, &directives)?;
         let run = Run::new(&settings, &env, &directives, Mode::Status)?;
-        let Observed { seen, found, .. } = observe(&run, None)?;
+        let Observed { seen, found, .. } = observe(&run, None, Resumed::None)?;
         let decision = decide(found);
         match &decision {
             Decision::Skip => skip(&run),
@@ -117,7 +143,7 @@ impl Prepare {
         let env = Env::new(&directives);
         let settings = self.settings(&env, &directives)?;
         let run = Run::new(&settings, &env, &directives, Mode::Diff)?;
-        let compared = match observe(&run, None)?.found {
+        let compared = match observe(&run, None, Resumed::None)?.found {
             Found::Compared { tree, .. } => tree,
             Found::Missing => {
                 return Err(PrepareError::NotPrepared {
@@ -126,6 +152,12 @@ impl Prepare {
             }
             Found::NeedsFetch(what) => return Err(PrepareError::FetchNeeded { what }),
             Found::Skip | Found::Unchanged => return Ok(Vec::new()),
+            Found::Pending { .. } => {
+                return Err(PrepareError::Journal {
+                    journal: journal::dir_of(&settings.root.join(".git")),
+                    why: "an interrupted preparation left it: run `qola prepare` first, which finishes it".to_string(),
+                });
+            }
         };
         let tree = &compared.tree;
         let mut changes = Vec::new();
@@ -164,6 +196,11 @@ fn act(run: &Run, observed: Observed) -> Result<Preparation> {
         Decision::Refuse { .. } => Err(PrepareError::Refused(Box::new(report))),
         Decision::Prepare { plan, tree } => execute(run, tree, &plan, report),
         Decision::FetchNeeded(what) => Err(PrepareError::FetchNeeded { what }),
+        // Only `status` leaves a journal where it is; a preparation dealt with it first.
+        Decision::FinishInterrupted { .. } => Err(PrepareError::Journal {
+            journal: journal::dir_of(&run.settings.root.join(".git")),
+            why: "another preparation left it while this one observed the tree".to_string(),
+        }),
     }
 }
 
@@ -172,15 +209,20 @@ fn act(run: &Run, observed: Observed) -> Result<Preparation> {
 fn clone_and_prepare(run: &Run) -> Result<Preparation> {
     let settings = run.settings;
     let was_empty_dir = settings.root.is_dir();
-    // The `preparing` marker travels with the rename: a run killed before the tree is written
-    // finds it and recovers, instead of taking the unwritten tree for local edits.
+    // The first clone's journal travels with the rename: a run killed before the tree is
+    // written finds it and finishes the clone, instead of taking the unwritten tree for local
+    // edits.
     let repo = clone_superproject(
         &run.fetcher(),
         &settings.clone_url,
         &settings.root,
-        &|git_dir| QolaDir::new(git_dir).write_marker("clone"),
+        &|git_dir| {
+            journal::Journal::begin(git_dir, journal::Kind::Clone, "clone", run.hooks.clone())
+                .map(drop)
+        },
     )?;
-    let prepared = observe(run, Some(repo)).and_then(|observed| act(run, observed));
+    run.hooks.step("superproject-clone");
+    let prepared = observe(run, Some(repo), Resumed::None).and_then(|observed| act(run, observed));
     match prepared {
         Ok(mut report) => {
             let cloned = Why::NoCheckout {
@@ -221,6 +263,14 @@ fn report(run: &Run, seen: &Seen, decision: &Decision<Compared>) -> Preparation 
             &[],
         ),
         Decision::FetchNeeded(what) => (Action::Resync, vec![Why::FetchNeeded(what.clone())], &[]),
+        Decision::FinishInterrupted { clone, changes } => (
+            Action::Recover,
+            vec![Why::JournalPending {
+                clone: *clone,
+                changes: *changes,
+            }],
+            &[],
+        ),
         Decision::Refuse { whys, edited } => (Action::Refused, whys.clone(), edited),
         Decision::Prepare { plan, .. } => (plan.action, plan.whys.clone(), &plan.edited),
     };

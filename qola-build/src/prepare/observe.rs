@@ -17,13 +17,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use git2::{Oid, Repository};
 
 use crate::build_script::{Directives, Env};
+use crate::common::hooks::Hooks;
 use crate::common::tree_path::on_disk;
-use crate::prepare::decision::{Checkout, Facts, Found, PathFacts, RepoFacts, StampFacts};
+use crate::prepare::decision::{Checkout, Facts, Found, PathFacts, RepoFacts, Resumed, StampFacts};
 use crate::prepare::git::checkout::open_checkout;
 use crate::prepare::git::fetch::{Fetcher, Network, Reach, resolve_commit};
 use crate::prepare::git::pinned::{Pinned, Pristine};
 use crate::prepare::git::state::{Entry, PathState, workdir_entry};
 use crate::prepare::git::untracked::untracked;
+use crate::prepare::journal;
 use crate::prepare::patch::{Applied, FileContent, Series, apply_series, load_series};
 use crate::prepare::record::fingerprint::{TreeScan, fingerprint_of, scan};
 use crate::prepare::record::key::KeyComponents;
@@ -55,6 +57,8 @@ pub(crate) struct Run<'a> {
     pub mode: Mode,
     /// The series on disk.
     pub series: Series,
+    /// Tests' hooks (empty otherwise).
+    pub hooks: Hooks,
 }
 
 impl<'a> Run<'a> {
@@ -72,12 +76,17 @@ impl<'a> Run<'a> {
                 directives.rerun_if_changed(&patch.path);
             }
         }
+        let mut hooks = Hooks::from_env(env);
+        if let Some(n) = settings.fail_after_writes {
+            hooks.fail_after_writes = Some(n);
+        }
         Ok(Run {
             settings,
             env,
             directives,
             mode,
             series,
+            hooks,
         })
     }
 
@@ -96,15 +105,16 @@ impl<'a> Run<'a> {
     }
 
     /// What a preparation fetches with.
-    pub(crate) fn fetcher(&self) -> Fetcher<'a> {
+    pub(crate) fn fetcher(&self) -> Fetcher<'_> {
         Fetcher {
             env: self.env,
             offline: self.settings.offline,
+            hooks: &self.hooks,
         }
     }
 
     /// How this run may reach the network.
-    pub(crate) fn network(&self) -> Network<'a> {
+    pub(crate) fn network(&self) -> Network<'_> {
         match self.mode {
             Mode::Status | Mode::Diff => Network::Never,
             Mode::Prepare => Network::Fetch(self.fetcher()),
@@ -150,6 +160,9 @@ pub(crate) struct Compared {
     pub components: KeyComponents,
     /// The prepared state's fingerprint.
     pub expected_fingerprint: String,
+    /// The checkout is a first clone (this run's, or one an interrupted run left): its journal
+    /// is finished, not rolled back, when interrupted.
+    pub fresh: bool,
 }
 
 /// The pinned repositories and the series applied to them, with the tree's candidate paths.
@@ -182,8 +195,8 @@ impl PinnedTree {
 }
 
 /// Observes the checkout at the settings' root; with `cloned`, the repository this run just
-/// cloned there.
-pub(crate) fn observe(run: &Run, cloned: Option<Repository>) -> Result<Observed> {
+/// cloned there; `resumed`: what became of a journal an interrupted run left (see `journal`).
+pub(crate) fn observe(run: &Run, cloned: Option<Repository>, resumed: Resumed) -> Result<Observed> {
     let found = |seen, found| Observed {
         seen,
         renewed_snapshot: None,
@@ -196,6 +209,14 @@ pub(crate) fn observe(run: &Run, cloned: Option<Repository>) -> Result<Observed>
     let Some((repo, fresh)) = open_checkout_of(run, cloned)? else {
         return Ok(found(Seen::default(), Found::Missing));
     };
+    // A first clone an interrupted run left is finished as a fresh one: nothing in it is an
+    // edit.
+    let fresh = fresh || resumed == Resumed::Clone;
+    if run.mode == Mode::Status
+        && let Some((kind, changes)) = journal::pending(repo.path())
+    {
+        return Ok(found(Seen::default(), Found::Pending { kind, changes }));
+    }
     let net = run.network();
     let (commit, branch_warning) = match resolve_commit(
         &repo,
@@ -207,7 +228,7 @@ pub(crate) fn observe(run: &Run, cloned: Option<Repository>) -> Result<Observed>
         Reach::Got(resolved) => resolved,
         Reach::NeedsFetch(what) => return Ok(found(Seen::default(), Found::NeedsFetch(what))),
     };
-    let keyed = key_and_stamp(run, &repo, commit, fresh);
+    let keyed = key_and_stamp(run, &repo, commit, fresh, resumed);
     let mut seen = Seen {
         commit: commit.to_string(),
         key: keyed.key.clone(),
@@ -271,10 +292,10 @@ struct Keyed {
     stamp: Option<Stamp>,
     stamp_exists: bool,
     qola_dir: QolaDir,
-    /// The checkout was just cloned by this run.
+    /// The checkout was just cloned by this run (or an interrupted clone is finished).
     fresh: bool,
-    /// A `preparing` marker was left by an interrupted run.
-    interrupted: bool,
+    /// What an interrupted run left, and what became of it.
+    resumed: Resumed,
     /// The stamp may prove the tree unchanged: not fresh, not interrupted, not forced.
     trusted: bool,
 }
@@ -289,9 +310,20 @@ impl Keyed {
 }
 
 /// The key for `commit` and the stamp of the checkout.
-fn key_and_stamp(run: &Run, repo: &Repository, commit: Oid, fresh: bool) -> Keyed {
+fn key_and_stamp(
+    run: &Run,
+    repo: &Repository,
+    commit: Oid,
+    fresh: bool,
+    resumed: Resumed,
+) -> Keyed {
     let qola_dir = QolaDir::new(repo.path());
-    let interrupted = !fresh && qola_dir.marker_present();
+    // The marker an older qola left while it wrote: interrupted, with no journal to undo it.
+    let resumed = if resumed == Resumed::None && !fresh && qola_dir.marker_present() {
+        Resumed::Unjournaled
+    } else {
+        resumed
+    };
     let components = KeyComponents::new(&run.settings.url, &commit.to_string(), &run.series);
     Keyed {
         key: components.key(),
@@ -300,8 +332,8 @@ fn key_and_stamp(run: &Run, repo: &Repository, commit: Oid, fresh: bool) -> Keye
         stamp_exists: qola_dir.stamp_exists(),
         qola_dir,
         fresh,
-        interrupted,
-        trusted: !fresh && !interrupted && !run.settings.force,
+        trusted: !fresh && resumed == Resumed::None && !run.settings.force,
+        resumed,
     }
 }
 
@@ -417,7 +449,7 @@ fn compare(
         } else {
             Checkout::Present
         },
-        interrupted: keyed.interrupted,
+        resumed: keyed.resumed,
         force: run.settings.force,
         stamp: match &keyed.stamp {
             Some(stamp) => StampFacts::Present(keyed.components.changes_from(&stamp.components)),
@@ -435,6 +467,7 @@ fn compare(
             key: keyed.key,
             components: keyed.components,
             expected_fingerprint,
+            fresh,
         },
     ))
 }

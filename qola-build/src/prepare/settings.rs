@@ -35,6 +35,7 @@ pub struct Prepare {
     pub(crate) offline: Option<bool>,
     pub(crate) cache_dir: Option<PathBuf>,
     pub(crate) cargo_metadata: bool,
+    pub(crate) fail_after_writes: Option<usize>,
 }
 
 impl Default for Prepare {
@@ -57,6 +58,7 @@ impl Prepare {
             offline: None,
             cache_dir: None,
             cargo_metadata: true,
+            fail_after_writes: None,
         }
     }
 
@@ -122,6 +124,15 @@ impl Prepare {
     /// build scripts. Off: warnings go to standard error.
     pub fn cargo_metadata(&mut self, on: bool) -> &mut Prepare {
         self.cargo_metadata = on;
+        self
+    }
+
+    /// Test hook: fail, as an I/O error would, instead of the write after the first `n` (the
+    /// `test-hooks` feature: qola's own tests; see the `journal` module).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn fail_after_writes(&mut self, n: usize) -> &mut Prepare {
+        self.fail_after_writes = Some(n);
         self
     }
 
@@ -213,6 +224,7 @@ impl Prepare {
             skip,
             force,
             offline,
+            fail_after_writes: self.fail_after_writes,
         })
     }
 }
@@ -267,6 +279,8 @@ pub(crate) struct Settings {
     pub force: bool,
     /// `QOLA_OFFLINE` / `CARGO_NET_OFFLINE`.
     pub offline: bool,
+    /// Test hook (see [`Prepare::fail_after_writes`]).
+    pub fail_after_writes: Option<usize>,
 }
 
 /// `qola.toml` of the package being built (`CARGO_MANIFEST_DIR`, in a build script), or of the

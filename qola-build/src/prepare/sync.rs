@@ -1,27 +1,32 @@
-//! Writing the prepared state into the work tree, touching only what differs.
+//! Writing the prepared state into the work tree, touching only what differs, every write
+//! through the preparation's journal (see `journal`: an error or a kill never leaves it half
+//! written).
 //!
 //! 1. **Plan and check** before the first write: every path must be creatable (components of at
-//!    most 255 bytes); no directory on its way may be a symlink, except one that replaced a
-//!    tracked directory (moved aside); what is in the way of a path becoming a file or a
-//!    directory (untracked files, a directory that must become a file) is listed; so is the work
-//!    tree of a submodule that the pinned commit no longer has. Any failure here leaves the tree
-//!    as it was and names the path.
+//!    most 255 bytes, no deeper than libgit2 reads back); no directory on its way may be a
+//!    symlink, except one that replaced a tracked directory (moved aside); what is in the way of
+//!    a path becoming a file or a directory (untracked files, a directory that must become a
+//!    file) is listed; so is the work tree of a submodule that the pinned commit no longer has.
+//!    Any failure here leaves the tree as it was and names the path.
 //! 2. **Move aside** what is in the way, into a backup directory under `.git/qola/backups/`
 //!    (renamed, not copied: nothing of the user's is removed).
-//! 3. A repository whose `HEAD` is not at its pinned commit (or that was just cloned, or has no
-//!    index) is checked out there, detached; each old `HEAD` is kept as `refs/qola/kept/<id>`
-//!    (and the latest as `refs/qola/previous-head`).
+//! 3. Each repository's `HEAD` goes to its pinned commit, detached; each old `HEAD` is kept as
+//!    `refs/qola/kept/<id>` (and the latest as `refs/qola/previous-head`). A repository without
+//!    a work tree yet (just cloned, never checked out, no index) is checked out from scratch;
+//!    any other one's files are written path by path below (every path that differs between its
+//!    old `HEAD` and the pinned commit is a candidate).
 //! 4. Paths that must go are removed first (deepest first, with the directories they leave
 //!    empty), then each path whose content differs from its target is written (through a
-//!    temporary file and a rename). A path already right is not touched: its mtime stays. Just
-//!    before a file is replaced its content is checked again: if it changed since the decision
-//!    (an editor saved it meanwhile), it is copied into the backup first.
+//!    temporary file and a rename), the paths each patch of the series leaves last together, in
+//!    the series' order. A path already right is not touched: its mtime stays. Just before a
+//!    file is replaced its content is checked again: if it changed since the decision (an editor
+//!    saved it meanwhile), it is copied into the backup first.
 //! 5. Index entries are set: files the series creates are staged (so they are tracked and part of
 //!    the fingerprint), files it deletes are unstaged, every other candidate goes back to its
-//!    pinned entry. The index is written only when an entry changed.
+//!    pinned entry, and each submodule's entry in its parent is its pinned commit. An index is
+//!    written only when an entry changed.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use git2::{IndexEntry, IndexTime, Oid, build::CheckoutBuilder};
@@ -30,12 +35,16 @@ use crate::common::io::is_absent;
 use crate::common::tree_path::on_disk;
 use crate::prepare::git::pinned::{Pinned, PinnedRepo, Pristine};
 use crate::prepare::git::state::{Entry, PathState, workdir_entry};
-use crate::prepare::patch::{FileContent, MODE_EXEC, MODE_SYMLINK};
+use crate::prepare::journal::Journal;
+use crate::prepare::patch::{FileContent, MODE_GITLINK};
 use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{PrepareError, Result, git_error};
 
 /// The longest file name component Linux file systems take.
 const NAME_MAX: usize = 255;
+
+/// The deepest path libgit2 reads back ("directory nesting too deep").
+const MAX_DEPTH: usize = 100;
 
 /// What one candidate path must become.
 pub(crate) struct Target {
@@ -67,32 +76,34 @@ struct Backup {
 }
 
 impl Backup {
-    fn target(&mut self, rel: &str) -> Result<PathBuf> {
-        let to = crate::common::tree_path::on_disk(&self.dir, rel);
-        let parent = to.parent().expect("a backup path has a parent");
-        std::fs::create_dir_all(parent).map_err(io_error("create the backup directory", parent))?;
+    /// Where `rel` goes in the backup (its directories are made by whoever writes there).
+    fn path(&mut self, rel: &str) -> PathBuf {
         self.used = true;
-        Ok(to)
+        crate::common::tree_path::on_disk(&self.dir, rel)
     }
 }
 
-/// The writes of a sync, planned and checked before the first one.
+/// The writes of a sync, planned and checked before the first one ([`check_writes`]).
 #[derive(Default)]
-struct Checked {
+pub(crate) struct Checked {
     /// Work-tree paths (superproject-relative) to move into the backup first.
     move_aside: BTreeSet<String>,
 }
 
-/// Writes `targets` (superproject-relative paths) into the checkout; `backup_dir` receives what
-/// is in the way. Nothing is written when the plan fails.
+/// Writes `targets` (superproject-relative paths) into the checkout, through `journal`, as
+/// `plan` (checked before) says; `backup_dir` receives what is in the way; `patch_for` names the
+/// patch of the series (`patches`, in order) that leaves a path (`None`: the pinned content).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn sync(
     root: &Path,
     pinned: &Pinned,
     targets: &BTreeMap<String, Target>,
-    patch_for: &dyn Fn(&str) -> String,
+    plan: &Checked,
+    patches: &[String],
+    patch_for: &dyn Fn(&str) -> Option<String>,
     backup_dir: PathBuf,
+    journal: &mut Journal,
 ) -> Result<Synced> {
-    let plan = check_writes(root, pinned, targets, patch_for)?;
     let mut backup = Backup {
         dir: backup_dir,
         used: false,
@@ -100,40 +111,58 @@ pub(crate) fn sync(
     let mut synced = Synced::default();
     for path in &plan.move_aside {
         let from = on_disk(root, path);
-        let to = backup.target(path)?;
-        std::fs::rename(&from, &to).map_err(io_error("move aside (into the backup)", &from))?;
+        let to = backup.path(path);
+        journal.move_path(&from, &to)?;
         synced.moved_aside.push(path.clone());
     }
     for repo in &pinned.repos {
-        checkout_pinned(repo)?;
-        for other in &pinned.repos {
-            other.ensure_gitdir_link()?;
+        move_head(repo, journal)?;
+        for other in &pinned.repos[1..] {
+            link_gitdir(other, journal)?;
         }
+        journal.step(&if repo.path.is_empty() {
+            "superproject-checkout".to_string()
+        } else {
+            format!("submodule-checkout:{}", repo.path)
+        });
     }
     // Removals first, deepest first: a directory that must become a file is emptied before.
     for (path, _) in targets.iter().rev().filter(|(_, t)| t.content.is_none()) {
         let full = on_disk(root, path);
         if workdir_entry(&full)?.is_some() {
-            std::fs::remove_file(&full).map_err(io_error("remove", &full))?;
-            remove_empty_parents(root, &full);
+            journal.remove_file(&full)?;
+            remove_empty_parents(root, &full, journal)?;
         }
     }
-    for (path, target) in targets {
-        let Some(content) = &target.content else {
-            continue;
-        };
-        let full = on_disk(root, path);
-        let now = workdir_entry(&full)?;
-        if now == Some(Entry::of(content)) {
-            continue;
+    // Then the writes, the pinned content first, then what each patch leaves, in order (each
+    // patch a step, whether it leaves a path last or not).
+    let mut groups: BTreeMap<Option<String>, Vec<(&String, &Target)>> = BTreeMap::new();
+    for (path, target) in targets.iter().filter(|(_, t)| t.content.is_some()) {
+        groups
+            .entry(patch_for(path))
+            .or_default()
+            .push((path, target));
+    }
+    let order = std::iter::once(None).chain(patches.iter().cloned().map(Some));
+    for patch in order {
+        for &(path, target) in groups.get(&patch).map(Vec::as_slice).unwrap_or_default() {
+            let content = target.content.as_ref().expect("a write has content");
+            let full = on_disk(root, path);
+            let now = workdir_entry(&full)?;
+            if now == Some(Entry::of(content)) {
+                continue;
+            }
+            if keep_if_changed_meanwhile(&full, path, target, &now, &mut backup)? {
+                synced.changed_meanwhile.push(path.clone());
+            }
+            write_path(&full, content, journal)?;
         }
-        if keep_if_changed_meanwhile(&full, path, target, &now, &mut backup)? {
-            synced.changed_meanwhile.push(path.clone());
+        if let Some(patch) = patch {
+            journal.step(&format!("patch:{patch}"));
         }
-        write_path(&full, content)?;
     }
     for repo in &pinned.repos {
-        update_index(repo, pinned, targets)?;
+        update_index(repo, pinned, targets, journal)?;
     }
     synced.backup = backup.used.then_some(backup.dir);
     Ok(synced)
@@ -155,26 +184,34 @@ fn keep_if_changed_meanwhile(
     if now.is_none() || now == observed || *now == target.pinned {
         return Ok(false);
     }
-    let to = backup.target(path)?;
+    let to = backup.path(path);
+    let dir = to.parent().expect("a backup path has a parent");
+    std::fs::create_dir_all(dir).map_err(io_error("create the backup directory", dir))?;
     std::fs::copy(full, &to).map_err(io_error("save (into the backup)", full))?;
     Ok(true)
 }
 
 /// Checks every write of a sync before the first one and lists what must be moved aside.
-fn check_writes(
+pub(crate) fn check_writes(
     root: &Path,
     pinned: &Pinned,
     targets: &BTreeMap<String, Target>,
-    patch_for: &dyn Fn(&str) -> String,
+    patch_for: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Checked> {
     let mut plan = Checked::default();
     let removed = |p: &str| targets.get(p).is_some_and(|t| t.content.is_none());
     for (path, target) in targets {
         let refuse = |why: String| PrepareError::UnsafePatchPath {
-            patch: patch_for(path),
+            patch: patch_for(path).unwrap_or_else(|| "(restoring the pinned tree)".to_string()),
             path: path.clone(),
             why,
         };
+        let depth = path.split('/').count();
+        if depth > MAX_DEPTH {
+            return Err(refuse(format!(
+                "lies {depth} directories deep; libgit2, which reads the tree back, stops at {MAX_DEPTH}"
+            )));
+        }
         if let Some(long) = path.split('/').find(|c| c.len() > NAME_MAX) {
             return Err(refuse(format!(
                 "has a name of {} bytes (`{}...`); the file system takes at most {NAME_MAX}",
@@ -277,9 +314,10 @@ fn submodules_leaving(repo: &PinnedRepo, pinned: &Pinned) -> Result<Vec<String>>
         .collect())
 }
 
-/// Checks the repository out at its pinned commit when `HEAD` is elsewhere, when it is new, or
-/// when it has no index yet (a clone interrupted before its checkout).
-fn checkout_pinned(repo: &PinnedRepo) -> Result<()> {
+/// Moves the repository's `HEAD` to its pinned commit, detached, keeping the old one as a ref;
+/// a repository without a work tree yet (new, or no index: a clone interrupted before its
+/// checkout) is checked out there from scratch.
+fn move_head(repo: &PinnedRepo, journal: &mut Journal) -> Result<()> {
     let head = crate::prepare::git::head_commit(&repo.repo);
     let no_index = repo.repo.index().map(|i| i.is_empty()).unwrap_or(true);
     if !repo.fresh && head == Some(repo.commit) && !no_index {
@@ -288,7 +326,7 @@ fn checkout_pinned(repo: &PinnedRepo) -> Result<()> {
     let at = &repo.workdir;
     if let Some(old) = head.filter(|old| *old != repo.commit && !repo.fresh) {
         // The latest one under a fixed name, and every one under its own: a later resync never
-        // makes an earlier commit unreachable.
+        // makes an earlier commit unreachable (refs only add reachability: not journaled).
         for name in ["refs/qola/previous-head".to_string(), kept_ref(old)] {
             repo.repo
                 .reference(
@@ -304,12 +342,29 @@ fn checkout_pinned(repo: &PinnedRepo) -> Result<()> {
         .repo
         .find_commit(repo.commit)
         .map_err(git_error("find the pinned commit", at))?;
-    repo.repo
-        .checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().force()))
-        .map_err(git_error(&format!("check out {}", repo.commit), at))?;
+    if repo.fresh || no_index {
+        journal.fresh_checkout(at)?;
+        journal.git_write()?;
+        repo.repo
+            .checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().force()))
+            .map_err(git_error(&format!("check out {}", repo.commit), at))?;
+    }
+    journal.git_write()?;
     repo.repo
         .set_head_detached(repo.commit)
         .map_err(git_error("detach HEAD at the pinned commit", at))
+}
+
+/// A submodule's `.git` link file, made again when a checkout of its parent removed it
+/// (libgit2 clears a submodule directory the parent's work tree does not know yet).
+fn link_gitdir(repo: &PinnedRepo, journal: &mut Journal) -> Result<()> {
+    let link = repo.workdir.join(".git");
+    if link.exists() {
+        return Ok(());
+    }
+    journal.create_dir_all(&repo.workdir)?;
+    journal.save_git_file(&link)?;
+    repo.ensure_gitdir_link()
 }
 
 /// The ref that keeps a `HEAD` qola moved away from, until the user deletes it.
@@ -317,50 +372,30 @@ pub(crate) fn kept_ref(head: Oid) -> String {
     format!("refs/qola/kept/{head}")
 }
 
-/// Writes one work-tree file (the plan made sure nothing is in its way).
-fn write_path(full: &Path, content: &FileContent) -> Result<()> {
-    match std::fs::symlink_metadata(full) {
-        Ok(meta) if meta.is_dir() => {
-            std::fs::remove_dir(full).map_err(io_error("replace the (empty) directory", full))?;
-        }
-        Ok(_) if content.mode == MODE_SYMLINK => {
-            std::fs::remove_file(full).map_err(io_error("remove", full))?;
-        }
-        _ => {}
+/// Writes one work-tree file (the plan made sure nothing is in its way but, at most, an empty
+/// directory).
+fn write_path(full: &Path, content: &FileContent, journal: &mut Journal) -> Result<()> {
+    if std::fs::symlink_metadata(full).is_ok_and(|m| m.is_dir())
+        && !journal.remove_empty_dir(full)?
+    {
+        return Err(PrepareError::Journal {
+            journal: full.to_path_buf(),
+            why: "a directory that is not empty is where a file must be written".to_string(),
+        });
     }
-    let dir = full.parent().expect("a tree path has a parent");
-    std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
-    if content.mode == MODE_SYMLINK {
-        let target = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&content.data);
-        return std::os::unix::fs::symlink(target, full)
-            .map_err(io_error("create the symlink", full));
-    }
-    let tmp = dir.join(format!(
-        ".{}.qola-tmp",
-        full.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default()
-    ));
-    std::fs::write(&tmp, &content.data).map_err(io_error("write", &tmp))?;
-    let mode = if content.mode == MODE_EXEC {
-        0o755
-    } else {
-        0o644
-    };
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
-        .map_err(io_error("set the mode of", &tmp))?;
-    std::fs::rename(&tmp, full).map_err(io_error("rename into place", full))
+    journal.write_file(full, content)
 }
 
 /// Removes directories left empty by a deletion, up to `root` (git does not track directories).
-fn remove_empty_parents(root: &Path, full: &Path) {
+fn remove_empty_parents(root: &Path, full: &Path, journal: &mut Journal) -> Result<()> {
     let mut dir = full.parent();
     while let Some(d) = dir.filter(|d| d.starts_with(root) && *d != root) {
-        if std::fs::remove_dir(d).is_err() {
+        if !journal.remove_empty_dir(d)? {
             break;
         }
         dir = d.parent();
     }
+    Ok(())
 }
 
 fn index_entry(rel: &str, entry: &Entry) -> Option<IndexEntry> {
@@ -380,15 +415,39 @@ fn index_entry(rel: &str, entry: &Entry) -> Option<IndexEntry> {
     })
 }
 
-/// Sets the index entries of `repo`'s candidate paths (see the module docs).
+/// Sets the index entries of `repo`'s candidate paths and of its submodules (see the module
+/// docs).
 fn update_index(
     repo: &PinnedRepo,
     pinned: &Pinned,
     targets: &BTreeMap<String, Target>,
+    journal: &mut Journal,
 ) -> Result<()> {
     let at = &repo.workdir;
     let mut index = repo.repo.index().map_err(git_error("read the index", at))?;
     let mut changed = false;
+    // Each submodule it owns, at its pinned commit.
+    for sub in &pinned.repos[1..] {
+        let (owner, rel) = pinned.owner_of_repo(&sub.path);
+        if owner.path != repo.path {
+            continue;
+        }
+        let rel_path = &crate::common::tree_path::as_path(rel);
+        let current = index.get_path(rel_path, 0).map(|e| (e.mode, e.id));
+        if current == Some((MODE_GITLINK, sub.commit)) {
+            continue;
+        }
+        let link = Entry {
+            mode: MODE_GITLINK,
+            id: sub.commit.to_string(),
+        };
+        let entry = index_entry(rel, &link).expect("a commit id is a valid id");
+        index.add(&entry).map_err(git_error(
+            &format!("record submodule {} at its commit", sub.path),
+            at,
+        ))?;
+        changed = true;
+    }
     for (path, target) in targets {
         let (owner, rel) = pinned.owner(path);
         if owner.path != repo.path || rel.is_empty() {
@@ -432,6 +491,7 @@ fn update_index(
         }
     }
     if changed {
+        journal.git_write()?;
         index.write().map_err(git_error("write the index", at))?;
     }
     Ok(())

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use git2::Repository;
 
 use crate::prepare::git::fetch::{Network, Reach};
+use crate::prepare::git::git_cli::GitCli;
 use crate::prepare::git::pinned::{Pinned, PinnedRepo};
 use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{PrepareError, Result, git_error};
@@ -127,31 +128,71 @@ pub(crate) fn open_detached_submodule(
                 ),
             });
         }
-        if let Some(dir) = gitdir.parent() {
-            std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
+        clone_submodule_gitdir(&git, parent, path, name, url)?;
+        if let Network::Fetch(fetcher) = net {
+            fetcher.hooks.step(&format!("submodule-clone:{path}"));
         }
-        git.run(
-            &parent.workdir,
+    }
+    // Its `core.worktree` names the work tree: libgit2 finds it from the git directory, when
+    // it exists (a clone killed before its checkout has none yet: opened bare until the tree
+    // is written, which makes it).
+    if workdir.is_dir() {
+        Repository::open(&gitdir)
+    } else {
+        Repository::open_bare(&gitdir)
+    }
+    .map(Reach::Got)
+    .map_err(git_error("open the submodule's repository", &gitdir))
+}
+
+/// Clones the submodule `name` (at `path` in `parent`, from `url`) into its git directory under
+/// the parent's `modules/`, as git lays it out: into a temporary sibling first, renamed into
+/// place, so a killed clone never looks like a submodule (the next run removes the temporary
+/// one). Its `core.worktree` names the work tree; the work tree's `.git` link is written with
+/// the tree.
+fn clone_submodule_gitdir(
+    git: &GitCli,
+    parent: &PinnedRepo,
+    path: &str,
+    name: &str,
+    url: &str,
+) -> Result<()> {
+    let gitdir = modules_dir(parent, name);
+    let modules = gitdir
+        .parent()
+        .expect("a submodule's git directory has a parent");
+    std::fs::create_dir_all(modules).map_err(io_error("create the directory", modules))?;
+    let leaf = gitdir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let partial = modules.join(format!(".{leaf}.qola-clone-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&partial);
+    let cloned = git
+        .run(
+            modules,
             &[
                 "clone",
                 "--quiet",
                 "--no-checkout",
-                "--separate-git-dir",
-                &gitdir.to_string_lossy(),
                 url,
-                &workdir.to_string_lossy(),
+                &partial.to_string_lossy(),
             ],
             &format!("clone submodule {path}"),
             "check the submodule URL in .gitmodules of the pinned commit and your network/credentials",
-        )?;
-        return Repository::open(&workdir)
-            .map(Reach::Got)
-            .map_err(git_error("open the submodule", &workdir));
-    }
-    // Its `core.worktree` names the work tree: libgit2 finds it from the git directory.
-    Repository::open(&gitdir)
-        .map(Reach::Got)
-        .map_err(git_error("open the submodule's repository", &gitdir))
+        )
+        .and_then(|()| {
+            let repo = Repository::open(partial.join(".git"))
+                .map_err(git_error("open the new submodule clone", &partial))?;
+            let to_workdir = relative_path(&gitdir, &parent.workdir.join(path))
+                .to_string_lossy()
+                .into_owned();
+            set_config(&repo, "core.worktree", &to_workdir, &partial)?;
+            std::fs::rename(partial.join(".git"), &gitdir)
+                .map_err(io_error("move the new submodule clone to", &gitdir))
+        });
+    let _ = std::fs::remove_dir_all(&partial);
+    cloned
 }
 
 /// The git directory of the submodule `name` of `parent`, as git lays it out.

@@ -8,6 +8,7 @@ use std::path::Path;
 use git2::{Oid, Repository};
 
 use crate::build_script::Env;
+use crate::common::hooks::Hooks;
 use crate::prepare::git::checkout::pin_config;
 use crate::prepare::git::git_cli::GitCli;
 use crate::prepare::git::url::is_local_url;
@@ -32,6 +33,8 @@ pub(crate) struct Fetcher<'e> {
     /// `QOLA_OFFLINE=1` / `CARGO_NET_OFFLINE=true`: a missing object is an error, unless the
     /// URL is a local path (`file://` or a directory), which needs no network.
     pub offline: bool,
+    /// Tests' hooks (a kill after a clone).
+    pub hooks: &'e Hooks,
 }
 
 /// What reaching for something gave: it, or (a run that never fetches) what fetching it would
@@ -129,8 +132,9 @@ fn clone_into(
     Ok(repo)
 }
 
-/// Removes the temporary directories of clones killed before their rename into `root` (they are
-/// garbage: the caller holds the checkout's lock, so no clone of this checkout is running).
+/// Removes the temporary directories of clones killed before their rename into place (they are
+/// garbage: the caller holds the checkout's lock, so no clone of this checkout is running): the
+/// superproject's, beside `root`, and any submodule's, under `.git/modules/`.
 pub(crate) fn remove_partial_clones(root: &Path) {
     let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
         return;
@@ -140,6 +144,20 @@ pub(crate) fn remove_partial_clones(root: &Path) {
         for entry in entries.flatten() {
             if entry.file_name().to_string_lossy().starts_with(&prefix) {
                 let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let mut dirs = vec![root.join(".git/modules")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.contains(".qola-clone-") {
+                let _ = std::fs::remove_dir_all(entry.path());
+            } else if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(entry.path().join("modules"));
             }
         }
     }

@@ -235,6 +235,24 @@ impl Pinned {
         (best, rel)
     }
 
+    /// The repository that owns the submodule at `path` (its parent) and the submodule's path
+    /// in it.
+    pub(crate) fn owner_of_repo<'p>(&self, path: &'p str) -> (&PinnedRepo, &'p str) {
+        let mut best = &self.repos[0];
+        let mut rel = path;
+        for r in &self.repos[1..] {
+            if let Some(rest) = path
+                .strip_prefix(r.path.as_str())
+                .and_then(|rest| rest.strip_prefix('/'))
+                && r.path.len() >= best.path.len()
+            {
+                best = r;
+                rel = rest;
+            }
+        }
+        (best, rel)
+    }
+
     /// `HEAD` of every repository as the pinned state has it.
     pub(crate) fn heads(&self) -> BTreeMap<String, Option<String>> {
         self.repos

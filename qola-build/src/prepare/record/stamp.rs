@@ -1,8 +1,8 @@
 //! The stamp: what the last successful preparation produced, kept in the checkout's git
 //! directory (`.git/qola/stamp.json`) where `git reset`, `git clean` and `git checkout` never
-//! reach. Beside it: the `preparing` marker (present while a preparation writes, so a killed run
-//! is noticed) and `backups/` (local edits saved before a forced preparation, what a resync moved
-//! out of its way).
+//! reach. Beside it: `journal/` while a preparation writes (see `prepare::journal`), `backups/`
+//! (local edits saved before a forced preparation, what a resync moved out of its way), and the
+//! `preparing` marker an older qola wrote instead of a journal, which is still recognized.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,20 +76,13 @@ impl QolaDir {
         Ok(write_atomic(&self.stamp_path(), &json)?)
     }
 
-    /// Whether an interrupted preparation left its marker.
+    /// Whether an interrupted preparation of an older qola left its marker (qola now keeps a
+    /// journal instead, see `prepare::journal`).
     pub(crate) fn marker_present(&self) -> bool {
         self.marker_path().exists()
     }
 
-    /// Marks the start of writes.
-    pub(crate) fn write_marker(&self, key: &str) -> Result<()> {
-        Ok(write_atomic(
-            &self.marker_path(),
-            format!("{key}\n").as_bytes(),
-        )?)
-    }
-
-    /// Marks the end of writes.
+    /// Removes an older qola's marker (its preparation is finished).
     pub(crate) fn clear_marker(&self) -> Result<()> {
         match std::fs::remove_file(self.marker_path()) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

@@ -201,6 +201,37 @@ pub enum PrepareError {
         root: PathBuf,
     },
 
+    /// The journal of a preparation cannot be kept (or a test injected a failure there).
+    #[error("the journal of this preparation ({}): {why}", journal.display())]
+    Journal {
+        /// The journal's directory.
+        journal: PathBuf,
+        /// What went wrong.
+        why: String,
+    },
+
+    /// A preparation failed after it had written: every change it made was undone, then this.
+    #[error(
+        "{error}\nthe checkout is as it was before this preparation: its {changes} change(s) were undone"
+    )]
+    RolledBack {
+        /// What failed.
+        error: Box<PrepareError>,
+        /// How many changes were undone.
+        changes: usize,
+    },
+
+    /// A preparation failed after it had written, and undoing its changes failed too.
+    #[error("{error}\nundoing this preparation's changes failed as well ({undo}); its journal {} stays, and the next preparation finishes undoing them", journal.display())]
+    RollbackFailed {
+        /// What failed first.
+        error: Box<PrepareError>,
+        /// Why undoing failed.
+        undo: Box<PrepareError>,
+        /// The journal left for the next run.
+        journal: PathBuf,
+    },
+
     /// After writing, the tree does not match the state the patches describe.
     #[error("after preparing {}, the tree still differs from the prepared state at: {paths}; a git filter or attribute (.gitattributes eol/filter) may rewrite these files; the stamp was not written, the next build retries", root.display())]
     Verify {
@@ -246,6 +277,10 @@ impl PrepareError {
             PrepareError::Env(e) => e.kind(),
             PrepareError::Cache(e) => e.kind(),
             PrepareError::Verify { .. } => ErrorKind::Verify,
+            PrepareError::Journal { .. } => ErrorKind::Io,
+            PrepareError::RolledBack { error, .. } | PrepareError::RollbackFailed { error, .. } => {
+                error.kind()
+            }
         }
     }
 }

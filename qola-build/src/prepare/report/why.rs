@@ -6,6 +6,27 @@ use crate::common::text::short_id;
 use crate::common::tree_path::shown;
 use crate::prepare::report::{Reason, ReasonKind};
 
+/// What an interrupted preparation left (see `journal`), and what became of it before the
+/// tree was looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resumed {
+    /// Nothing: the last preparation ended.
+    None,
+    /// A first clone, finished now (nothing in it is an edit).
+    Clone,
+    /// A preparation, rolled back: the tree is as it was before it (`changes` undone).
+    RolledBack {
+        /// How many changes were undone.
+        changes: usize,
+    },
+    /// A preparation that had written its stamp: complete, only its journal was left.
+    Completed,
+    /// The `preparing` marker of an older qola, with no journal: files it left half-written are
+    /// not known, so what differs from every known state is saved before it is replaced, and a
+    /// missing file is one it had not written yet.
+    Unjournaled,
+}
+
 /// How many paths a message names before it counts the rest.
 pub(crate) const LIST_LIMIT: usize = 10;
 
@@ -61,8 +82,15 @@ pub(crate) enum Why {
     },
     /// The series order changed.
     SeriesReordered,
-    /// A previous preparation was interrupted.
-    Interrupted,
+    /// A previous preparation was interrupted, and what became of it.
+    Interrupted(Resumed),
+    /// `qola status`: a journal an interrupted preparation left waits for the next prepare.
+    JournalPending {
+        /// It is a first clone's (finished, not rolled back).
+        clone: bool,
+        /// How many changes it records.
+        changes: usize,
+    },
     /// A repository's `HEAD` is not at its pinned commit.
     HeadMoved {
         /// The repository's path ("" for AITER).
@@ -134,10 +162,34 @@ impl Why {
                 ReasonKind::PatchRenamed,
                 "the series order changed".to_string(),
             ),
-            Why::Interrupted => (
+            Why::Interrupted(resumed) => (
                 ReasonKind::Interrupted,
-                "a previous preparation was interrupted (its `preparing` marker is still there)"
-                    .to_string(),
+                match resumed {
+                    Resumed::RolledBack { changes } => format!(
+                        "finished an interrupted prepare: its {changes} change(s) were undone from its journal, then the tree was prepared"
+                    ),
+                    Resumed::Clone => {
+                        "finished an interrupted prepare: the first clone it had begun".to_string()
+                    }
+                    Resumed::Completed => {
+                        "finished an interrupted prepare: it had completed (its stamp was written)"
+                            .to_string()
+                    }
+                    Resumed::Unjournaled | Resumed::None => {
+                        "a previous preparation was interrupted (the `preparing` marker of an older qola is still there)"
+                            .to_string()
+                    }
+                },
+            ),
+            Why::JournalPending { clone, changes } => (
+                ReasonKind::Interrupted,
+                if *clone {
+                    "an interrupted first clone waits: prepare finishes it".to_string()
+                } else {
+                    format!(
+                        "an interrupted prepare left its journal ({changes} change(s)): prepare undoes them first, then prepares"
+                    )
+                },
             ),
             Why::HeadMoved { repo, head, pinned } => (
                 ReasonKind::HeadMoved,

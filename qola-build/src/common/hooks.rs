@@ -1,0 +1,39 @@
+//! Hooks for qola's own tests, so that no test depends on how fast the machine is: fail a
+//! preparation after its n-th write, or kill the process (as `kill -9` would) at a named step.
+//! They exist only with the `test-hooks` feature; without it [`Hooks`] is always empty.
+
+/// The hooks of one run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Hooks {
+    /// Fail, as an I/O error would, instead of the write after the first `n`.
+    pub fail_after_writes: Option<usize>,
+    /// Kill this process (SIGKILL) when the named step is reached.
+    pub kill_at: Option<String>,
+}
+
+impl Hooks {
+    /// The hooks the environment asks for (`QOLA_TEST_KILL_AT`, `QOLA_TEST_FAIL_AFTER_WRITES`),
+    /// with the `test-hooks` feature; none without it.
+    pub(crate) fn from_env(env: &crate::build_script::Env) -> Hooks {
+        if !cfg!(feature = "test-hooks") {
+            return Hooks::default();
+        }
+        let text = |name: &str| env.var(name).ok().flatten();
+        Hooks {
+            fail_after_writes: text("QOLA_TEST_FAIL_AFTER_WRITES").and_then(|n| n.parse().ok()),
+            kill_at: text("QOLA_TEST_KILL_AT"),
+        }
+    }
+
+    /// A named step (see `prepare::journal` for the names): the process ends here when a test
+    /// asked.
+    pub(crate) fn step(&self, name: &str) {
+        if self.kill_at.as_deref() == Some(name) {
+            // SAFETY: raising a signal has no memory-safety preconditions.
+            unsafe {
+                libc::raise(libc::SIGKILL);
+            }
+            std::process::abort();
+        }
+    }
+}

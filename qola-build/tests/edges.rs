@@ -530,3 +530,93 @@ fn status_with_a_branch_predicts_prepare_or_says_it_cannot_know() {
         "status must say that it did not fetch the branch: {status}"
     );
 }
+
+#[test]
+fn the_series_is_every_visible_patch_file_and_anything_else_named_so_is_refused() {
+    let s = setup();
+    // A hidden file named like a patch is no part of the series (QoLA's glob passes over it):
+    // not applied, said once.
+    s.add_patch(
+        ".0004-hidden.patch",
+        "diff --git a/HIDDEN b/HIDDEN\nnew file mode 100644\n--- /dev/null\n+++ b/HIDDEN\n@@ -0,0 +1 @@\n+x\n",
+    );
+    s.add_patch(".patch", "not a patch at all\n");
+    let p = s.prepare();
+    assert!(!s.root.join("HIDDEN").exists());
+    let said: Vec<&String> = p.warnings.iter().filter(|w| w.contains("hidden")).collect();
+    assert_eq!(said.len(), 1, "{:?}", p.warnings);
+    assert!(said[0].contains(".0004-hidden.patch") && said[0].contains(".patch"));
+    // A directory named like a patch is refused, named, before anything is written.
+    std::fs::create_dir(s.demo.patches.join("0005-dir.patch")).unwrap();
+    let before = mtimes(&s.root);
+    let e = prepare_err(&s);
+    assert!(
+        matches!(e, PrepareError::NotAPatch { .. })
+            && e.to_string().contains("0005-dir.patch")
+            && e.to_string().contains("a directory"),
+        "{e}"
+    );
+    assert_nothing_written(&before, &s.root);
+}
+
+/// An edit that keeps a file's size and mtime (in place: the same inode), which git's weakened
+/// stat checks miss; qola's own checks (ctime too, then content) do not.
+fn edit_keeping_size_and_mtime(path: &Path) {
+    let meta = std::fs::metadata(path).unwrap();
+    let mtime = meta.modified().unwrap();
+    let mut text = std::fs::read(path).unwrap();
+    text[0] = if text[0] == b'#' { b'/' } else { b'#' };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(path, &text).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+}
+
+#[test]
+fn an_edit_git_is_told_not_to_see_is_seen() {
+    for (key, value) in [("core.trustctime", "false"), ("core.checkStat", "minimal")] {
+        let s = setup();
+        s.prepare();
+        git(&s.root, &["config", key, value]);
+        // A file at its pinned content (a patched file differs from HEAD and is always read).
+        edit_keeping_size_and_mtime(&s.root.join(UNTOUCHED));
+        let refused = s.refused();
+        assert_eq!(
+            refused.edited_paths,
+            [UNTOUCHED],
+            "{key}={value}: {refused}"
+        );
+    }
+}
+
+#[test]
+fn a_file_removed_from_the_index_only_is_named_with_what_changed() {
+    let s = setup();
+    s.prepare();
+    git(&s.root, &["rm", "-q", "--cached", CREATED]);
+    let p = s.prepare();
+    let named: Vec<&String> = p
+        .reasons
+        .iter()
+        .map(|r| &r.message)
+        .filter(|m| m.contains(CREATED))
+        .collect();
+    assert!(
+        named
+            .iter()
+            .any(|m| m.contains("only in the index: removed from it")),
+        "{p}"
+    );
+    assert!(
+        !p.reasons
+            .iter()
+            .any(|r| r.message.trim_end().ends_with(':')),
+        "{p}"
+    );
+    assert_prepared(&s);
+    assert_eq!(s.prepare().action, Action::UpToDate);
+}

@@ -748,7 +748,9 @@ fn unstaging_a_file_is_noticed_and_restored() {
     git(&s.root, &["rm", "-q", "--cached", CREATED]);
     let p = s.prepare();
     assert_action(&p, Action::Resync);
-    assert!(kinds(&p).contains(&ReasonKind::Adopted), "{p}");
+    // The reason names the path and what changed (the index only: nothing to adopt).
+    assert!(kinds(&p).contains(&ReasonKind::Differs), "{p}");
+    assert!(p.to_string().contains(CREATED), "{p}");
     assert_eq!(git(&s.root, &["diff", "--cached", "--name-only"]), CREATED);
     assert_action(&s.prepare(), Action::UpToDate);
 }

@@ -52,6 +52,14 @@ impl Directives {
         }
     }
 
+    /// A warning a report carries too: `cargo:warning` lines in a build script, nothing
+    /// otherwise (the command line prints the report's warnings once).
+    pub(crate) fn cargo_warning(&self, message: &str) {
+        if self.cargo {
+            self.warning(message);
+        }
+    }
+
     /// A warning for the user: `cargo:warning` lines in a build script, standard error otherwise.
     pub(crate) fn warning(&self, message: &str) {
         if self.cargo {

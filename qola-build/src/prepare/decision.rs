@@ -13,7 +13,7 @@
 use crate::prepare::git::state::PathState;
 use crate::prepare::report::Action;
 pub(crate) use crate::prepare::report::why::Resumed;
-use crate::prepare::report::why::Why;
+use crate::prepare::report::why::{Difference, How, Why};
 
 /// How the checkout was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +169,23 @@ struct Verdicts {
     edited: Vec<String>,
     staged: Vec<(String, PathState)>,
     reverted: Vec<String>,
-    differing: Vec<String>,
+    differing: Vec<Difference>,
+}
+
+/// How `now` differs from `prepared`, or how the index does (`staged`), if at all.
+fn how_differs(now: &PathState, prepared: &PathState, staged: Option<&PathState>) -> Option<How> {
+    match (now, prepared) {
+        (None, Some(_)) => return Some(How::Missing),
+        (Some(_), None) => return Some(How::Extra),
+        (Some(n), Some(p)) if n.id == p.id && n.mode != p.mode => return Some(How::Mode),
+        (Some(n), Some(p)) if n != p => return Some(How::Content),
+        _ => {}
+    }
+    match staged {
+        Some(None) => Some(How::Unstaged),
+        Some(s) if s != now => Some(How::Staged),
+        _ => None,
+    }
 }
 
 /// The decision for what observing found (pure: it looks, and hands the tree on).
@@ -201,7 +217,7 @@ fn judge_tree(facts: &Facts) -> Result<Plan, (Vec<Why>, Vec<String>)> {
     }
     if !cloned {
         whys.extend(tree_whys(facts, &verdicts.reverted));
-        if whys.is_empty() && facts.differs {
+        if whys.is_empty() && facts.differs && !verdicts.differing.is_empty() {
             whys.push(Why::Differs(verdicts.differing.clone()));
         }
     }
@@ -237,8 +253,13 @@ fn judge_tree(facts: &Facts) -> Result<Plan, (Vec<Why>, Vec<String>)> {
 fn judge(facts: &Facts, cloned: bool) -> Verdicts {
     let mut verdicts = Verdicts::default();
     for p in &facts.paths {
+        if let Some(how) = how_differs(&p.now, &p.prepared, p.staged.as_ref()) {
+            verdicts.differing.push(Difference {
+                path: p.path.clone(),
+                how,
+            });
+        }
         if p.now != p.prepared {
-            verdicts.differing.push(p.path.clone());
             // Back at the pinned commit although the previous preparation had patched it.
             if p.now == p.at_pin && p.patched && p.was_patched {
                 verdicts.reverted.push(p.path.clone());
@@ -502,7 +523,13 @@ mod tests {
         let mut path = patched("f", state("a"));
         path.was_patched = false;
         let p = plan(decide_facts(&facts(vec![path])));
-        assert_eq!(p.whys, vec![Why::Differs(vec!["f".to_string()])]);
+        assert_eq!(
+            p.whys,
+            vec![Why::Differs(vec![Difference {
+                path: "f".to_string(),
+                how: How::Content
+            }])]
+        );
     }
 
     #[test]

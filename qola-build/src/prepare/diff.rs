@@ -239,6 +239,7 @@ mod tests {
                 path: "x.patch".into(),
                 bytes: text,
             }],
+            warnings: Vec::new(),
         };
         let applied = apply_series(&series, &base, "c").unwrap();
         for c in &changes {

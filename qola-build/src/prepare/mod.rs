@@ -279,6 +279,7 @@ fn report(run: &Run, seen: &Seen, decision: &Decision<Compared>) -> Preparation 
         _ => Vec::new(),
     };
     warnings.extend(seen.warnings.iter().cloned());
+    warnings.extend(run.series.warnings.iter().cloned());
     Preparation {
         action,
         reasons: whys.iter().map(Why::reason).collect(),

@@ -70,6 +70,9 @@ impl<'a> Run<'a> {
         mode: Mode,
     ) -> Result<Run<'a>> {
         let series = load_series(&settings.series)?;
+        for warning in &series.warnings {
+            directives.cargo_warning(warning);
+        }
         if let Some(dir) = &series.dir {
             directives.rerun_if_changed(dir);
             for patch in &series.patches {
@@ -502,7 +505,21 @@ fn path_facts(
             }
             known.extend(pinned.state_at(&stamp.heads, path)?);
         }
-        known.extend(pinned.state_at(&now.heads, path)?);
+        let at_head = pinned.state_at(&now.heads, path)?;
+        known.extend(at_head.clone());
+        // A file the status did not list although `HEAD` lacks it is untracked: the index lacks
+        // it too (a file the series created, then `git rm --cached`).
+        let staged = match now.staged.get(path) {
+            Some(state) => Some(state.clone()),
+            None if !fresh
+                && !now.paths.contains_key(path)
+                && now_state.is_some()
+                && at_head == Some(None) =>
+            {
+                Some(None)
+            }
+            None => None,
+        };
         let repo_checked_out =
             !matches!(now.heads.get(&pinned.owner(path).0.path), None | Some(None));
         tree.current.insert(path.clone(), now_state.clone());
@@ -512,7 +529,7 @@ fn path_facts(
             prepared,
             at_pin,
             known,
-            staged: now.staged.get(path).cloned(),
+            staged,
             patched: tree.expected_paths.contains_key(path),
             was_patched: stamp.is_none_or(|s| s.paths.contains_key(path)),
             repo_checked_out: fresh || repo_checked_out,

@@ -53,6 +53,7 @@ pub(crate) fn bundled_series() -> Series {
                 bytes: bytes.to_vec(),
             })
             .collect(),
+        warnings: Vec::new(),
     }
 }
 

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use super::binary::apply_delta;
 use super::hunks::apply_hunks;
-use super::{BinaryData, Body, FileContent, FilePatch, MODE_EXEC, MODE_FILE, MODE_SYMLINK, Patch};
+use super::{
+    BinaryData, Body, FileContent, FilePatch, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK,
+    Patch,
+};
 use crate::prepare::git::pinned::Pristine;
 use crate::prepare::git::state::blob_id;
 use crate::prepare::report::error::{PrepareError, Result};
@@ -33,6 +36,8 @@ pub(crate) struct Series {
     pub bundled: bool,
     /// The patches in order.
     pub patches: Vec<PatchFile>,
+    /// What reading the directory passed over (hidden files named `*.patch`), to say once.
+    pub warnings: Vec<String>,
 }
 
 /// Where a preparation's series comes from.
@@ -61,12 +66,30 @@ fn load_dir(dir: &Path) -> Result<Series> {
         dir: dir.to_path_buf(),
         source,
     };
+    // As QoLA reads a series: every `*.patch` (a glob, which passes over hidden files), sorted
+    // by name; anything else named so is not a patch and is refused rather than skipped.
     let mut patches = Vec::new();
+    let mut hidden = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(read_err)? {
         let entry = entry.map_err(read_err)?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".patch") || !entry.path().is_file() {
+        if !name.ends_with(".patch") {
             continue;
+        }
+        if name.starts_with('.') {
+            hidden.push(name);
+            continue;
+        }
+        if !entry.path().is_file() {
+            let what = match std::fs::metadata(entry.path()) {
+                Ok(meta) if meta.is_dir() => "a directory",
+                Ok(_) => "not a regular file",
+                Err(_) => "a link to nothing",
+            };
+            return Err(PrepareError::NotAPatch {
+                path: entry.path(),
+                what: what.to_string(),
+            });
         }
         let bytes = std::fs::read(entry.path()).map_err(read_err)?;
         patches.push(PatchFile {
@@ -76,10 +99,21 @@ fn load_dir(dir: &Path) -> Result<Series> {
         });
     }
     patches.sort_by(|a, b| a.name.cmp(&b.name));
+    hidden.sort();
+    let warnings = if hidden.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!(
+            "the patch series in {} has hidden files named *.patch, which are not part of it (as QoLA reads a series): {}",
+            dir.display(),
+            hidden.join(", ")
+        )]
+    };
     Ok(Series {
         dir: Some(dir.to_path_buf()),
         bundled: false,
         patches,
+        warnings,
     })
 }
 
@@ -136,6 +170,16 @@ pub(crate) fn apply_series(
             .filter(|s| !is_dirty_submodule_marker(s))
             .collect();
         for section in sections {
+            // `git apply` makes a submodule entry (an empty directory) for a new gitlink and
+            // removes one for a deleted gitlink: qola does not add or remove submodules through
+            // patches.
+            if section.old_mode == Some(MODE_GITLINK) || section.new_mode == Some(MODE_GITLINK) {
+                return Err(PrepareError::UnsafePatchPath {
+                    patch: patch.name.clone(),
+                    path: section.display_path().to_string(),
+                    why: "adds or removes a submodule (mode 160000); qola does not patch submodules in or out: pin an AITER commit that has (or lacks) it".to_string(),
+                });
+            }
             // Checked against the tree as the sections before it left it: a symlink created by
             // this patch or an earlier one is seen before a path goes through it.
             for path in [&section.old_path, &section.new_path].into_iter().flatten() {
@@ -461,6 +505,7 @@ mod tests {
                     bytes: text.as_bytes().to_vec(),
                 })
                 .collect(),
+            warnings: Vec::new(),
         }
     }
 

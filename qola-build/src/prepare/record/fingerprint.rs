@@ -259,7 +259,10 @@ fn scan_status(
 /// What libgit2's status does not show but `git status` would with the index flags cleared:
 /// files marked `assume-unchanged` or `skip-worktree`, executable bits under a user's
 /// `core.filemode=false`, and tracked files behind a directory replaced by a symlink (git sees
-/// them as deleted; libgit2 follows the link).
+/// them as deleted; libgit2 follows the link). And what a repository's settings tell git not to
+/// look at: with `core.trustctime=false` or `core.checkStat=minimal`, a file whose size, mtime,
+/// ctime, inode or mode differs from its index entry is read (an edit that kept its size and
+/// mtime is an edit all the same).
 fn scan_what_status_hides(
     repo: &Repository,
     workdir: &Path,
@@ -268,10 +271,16 @@ fn scan_what_status_hides(
 ) -> Result<()> {
     const ASSUME_VALID: u16 = 0x8000;
     const SKIP_WORKTREE: u16 = 0x4000;
-    let filemode = repo
-        .config()
-        .and_then(|c| c.get_bool("core.filemode"))
+    let config = repo.config().ok();
+    let filemode = config
+        .as_ref()
+        .and_then(|c| c.get_bool("core.filemode").ok())
         .unwrap_or(true);
+    let weak_stat = config.as_ref().is_some_and(|c| {
+        c.get_bool("core.trustctime").ok() == Some(false)
+            || c.get_string("core.checkstat")
+                .is_ok_and(|v| v.eq_ignore_ascii_case("minimal"))
+    });
     let index = repo.index().map_err(git_error("read the index", workdir))?;
     let mut dir_is_link: HashMap<Vec<u8>, bool> = HashMap::new();
     for entry in index.iter() {
@@ -301,10 +310,21 @@ fn scan_what_status_hides(
         }
         let flagged = entry.flags & ASSUME_VALID != 0 || entry.flags_extended & SKIP_WORKTREE != 0;
         let exec_only = !filemode && (entry.mode == MODE_FILE || entry.mode == MODE_EXEC);
+        let full = crate::common::tree_path::on_disk(workdir, rel);
+        if weak_stat && !flagged && stat_differs(&full, &entry) {
+            let state = workdir_entry(&full)?;
+            let indexed = Some(Entry {
+                mode: entry.mode,
+                id: entry.id.to_string(),
+            });
+            if state != indexed {
+                out.paths.insert(path, state);
+            }
+            continue;
+        }
         if !flagged && !exec_only {
             continue;
         }
-        let full = crate::common::tree_path::on_disk(workdir, rel);
         if exec_only && !flagged {
             let exec = std::fs::symlink_metadata(&full)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
@@ -322,4 +342,21 @@ fn scan_what_status_hides(
         }
     }
     Ok(())
+}
+
+/// Whether the file at `full` differs from its index entry in size, mtime, ctime, inode or mode
+/// (what git compares when nothing tells it not to).
+fn stat_differs(full: &Path, entry: &git2::IndexEntry) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(full) else {
+        return true;
+    };
+    let seconds = |s: i64| s as i32;
+    meta.size() as u32 != entry.file_size
+        || seconds(meta.mtime()) != entry.mtime.seconds()
+        || meta.mtime_nsec() as u32 != entry.mtime.nanoseconds()
+        || seconds(meta.ctime()) != entry.ctime.seconds()
+        || meta.ctime_nsec() as u32 != entry.ctime.nanoseconds()
+        || meta.ino() as u32 != entry.ino
+        || (meta.mode() & 0o170000) != (entry.mode & 0o170000)
 }

@@ -144,6 +144,15 @@ pub enum PrepareError {
         source: std::io::Error,
     },
 
+    /// Something named `*.patch` in the series directory is not a regular file.
+    #[error("{} is {what}, named like a patch of the series: qola reads every *.patch of the series directory as a patch (as QoLA does); rename or move it", path.display())]
+    NotAPatch {
+        /// What is named so.
+        path: PathBuf,
+        /// What it is.
+        what: String,
+    },
+
     /// A patch file is not a patch qola can read.
     #[error("patch {}:{line}: {message}; regenerate it with `git diff --binary` or `qola diff`", patch.display())]
     PatchSyntax {
@@ -268,6 +277,7 @@ impl PrepareError {
             | PrepareError::SkipWithoutCheckout { .. }
             | PrepareError::NotPrepared { .. } => ErrorKind::Checkout,
             PrepareError::PatchesDir { .. }
+            | PrepareError::NotAPatch { .. }
             | PrepareError::PatchSyntax { .. }
             | PrepareError::UnsafePatchPath { .. }
             | PrepareError::PatchFailed { .. } => ErrorKind::Patch,

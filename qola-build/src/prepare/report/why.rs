@@ -27,6 +27,46 @@ pub(crate) enum Resumed {
     Unjournaled,
 }
 
+/// A path that differs from the prepared state, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Difference {
+    /// The path (superproject-relative key).
+    pub path: String,
+    /// How it differs.
+    pub how: How,
+}
+
+/// How a path differs from the prepared state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum How {
+    /// Its content.
+    Content,
+    /// Its mode only (the executable bit, or file and symlink).
+    Mode,
+    /// It is missing from the work tree.
+    Missing,
+    /// It is there, and the prepared state has no such path.
+    Extra,
+    /// Only in the index: staged apart from the work tree.
+    Staged,
+    /// Only in the index: removed from it (`git rm --cached`).
+    Unstaged,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = match self.how {
+            How::Content => "content",
+            How::Mode => "mode",
+            How::Missing => "missing",
+            How::Extra => "not in the prepared state",
+            How::Staged => "only in the index: staged apart from the work tree",
+            How::Unstaged => "only in the index: removed from it",
+        };
+        write!(f, "{} ({how})", shown(&self.path))
+    }
+}
+
 /// How many paths a message names before it counts the rest.
 pub(crate) const LIST_LIMIT: usize = 10;
 
@@ -104,8 +144,8 @@ pub(crate) enum Why {
     SubmoduleMissing(String),
     /// Paths of the prepared state are back at the pinned commit.
     PatchReverted(Vec<String>),
-    /// Paths differ from the prepared state (nothing else explains it).
-    Differs(Vec<String>),
+    /// Paths differ from the prepared state (nothing else explains it), each with how.
+    Differs(Vec<Difference>),
     /// The tree already was the prepared state: only the stamp is written.
     Adopted,
     /// `status` cannot know without fetching.
@@ -212,11 +252,17 @@ impl Why {
                     name_some(paths, LIST_LIMIT)
                 ),
             ),
-            Why::Differs(paths) => (
+            Why::Differs(differences) => (
                 ReasonKind::Differs,
                 format!(
                     "the tree differs from the prepared state at: {}",
-                    name_some(paths, LIST_LIMIT)
+                    name_some(
+                        &differences
+                            .iter()
+                            .map(|d| d.to_string())
+                            .collect::<Vec<_>>(),
+                        LIST_LIMIT
+                    )
                 ),
             ),
             Why::Adopted => (
@@ -249,4 +295,125 @@ pub(crate) fn name_some(items: &[String], limit: usize) -> String {
         text.push_str(&format!(" (+{} more)", items.len() - limit));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One example of every reason, each naming something.
+    fn examples() -> Vec<Why> {
+        let path = |p: &str| p.to_string();
+        vec![
+            Why::NoCheckout {
+                root: PathBuf::from("/c/aiter"),
+                url: path("https://h/aiter"),
+                cloned: true,
+            },
+            Why::NoStamp,
+            Why::UnreadableStamp,
+            Why::QolaVersion {
+                old: path("0.1.0"),
+                new: path("0.2.0"),
+            },
+            Why::Url {
+                old: path("https://a"),
+                new: path("https://b"),
+            },
+            Why::Commit {
+                old: "a".repeat(40),
+                new: "b".repeat(40),
+            },
+            Why::PatchAdded(path("0004.patch")),
+            Why::PatchChanged(path("0001.patch")),
+            Why::PatchRemoved(path("0002.patch")),
+            Why::PatchRenamed {
+                old: path("0001.patch"),
+                new: path("0001-x.patch"),
+            },
+            Why::SeriesReordered,
+            Why::Interrupted(Resumed::RolledBack { changes: 3 }),
+            Why::JournalPending {
+                clone: false,
+                changes: 3,
+            },
+            Why::HeadMoved {
+                repo: path(""),
+                head: "c".repeat(40),
+                pinned: "d".repeat(40),
+            },
+            Why::SubmoduleMissing(path("3rdparty/composable_kernel")),
+            Why::PatchReverted(vec![path("csrc/a.h")]),
+            Why::Differs(vec![Difference {
+                path: path("csrc/qola_version.h"),
+                how: How::Unstaged,
+            }]),
+            Why::Adopted,
+            Why::FetchNeeded(path("fetch `main` from https://h/aiter")),
+        ]
+    }
+
+    #[test]
+    fn every_reason_renders_the_path_or_list_it_is_about_and_nothing_empty() {
+        let examples = examples();
+        // No wildcard: a new kind of reason stops the build here until it has an example.
+        let count = |w: &Why| match w {
+            Why::NoCheckout { .. }
+            | Why::NoStamp
+            | Why::UnreadableStamp
+            | Why::QolaVersion { .. }
+            | Why::Url { .. }
+            | Why::Commit { .. }
+            | Why::PatchAdded(_)
+            | Why::PatchChanged(_)
+            | Why::PatchRemoved(_)
+            | Why::PatchRenamed { .. }
+            | Why::SeriesReordered
+            | Why::Interrupted(_)
+            | Why::JournalPending { .. }
+            | Why::HeadMoved { .. }
+            | Why::SubmoduleMissing(_)
+            | Why::PatchReverted(_)
+            | Why::Differs(_)
+            | Why::Adopted
+            | Why::FetchNeeded(_) => 1,
+        };
+        let kinds: std::collections::BTreeSet<String> = examples
+            .iter()
+            .map(|w| format!("{:?}", std::mem::discriminant(w)))
+            .collect();
+        assert_eq!(kinds.len(), examples.iter().map(count).sum::<usize>());
+        assert_eq!(kinds.len(), 19, "every kind of reason has one example");
+        for why in &examples {
+            let message = why.reason().message;
+            assert!(!message.trim().is_empty(), "{why:?}");
+            for empty in [": ,", ": (", ":  ", "()", ": ;"] {
+                assert!(!message.contains(empty), "{why:?}: {message}");
+            }
+            assert!(!message.trim_end().ends_with(':'), "{why:?}: {message}");
+            // What the reason is about is in its words.
+            let about: Vec<String> = match why {
+                Why::PatchReverted(paths) => paths.clone(),
+                Why::Differs(d) => d.iter().map(|d| d.path.clone()).collect(),
+                Why::SubmoduleMissing(p) | Why::PatchAdded(p) | Why::PatchChanged(p) => {
+                    vec![p.clone()]
+                }
+                _ => Vec::new(),
+            };
+            for thing in about {
+                assert!(message.contains(&thing), "{why:?}: {message}");
+            }
+        }
+        // An index-only change says so.
+        let message = Why::Differs(vec![Difference {
+            path: "csrc/x.h".to_string(),
+            how: How::Unstaged,
+        }])
+        .reason()
+        .message;
+        assert!(
+            message.ends_with("csrc/x.h (only in the index: removed from it)"),
+            "{message}"
+        );
+    }
 }

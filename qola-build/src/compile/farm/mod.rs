@@ -13,7 +13,8 @@
 //!   compiler as an archive with the device bitcode libraries, which its automatic packaging
 //!   leaves out: qola builds it once, content-addressed in its cache (`archive`), and hands
 //!   sccache a config of its own (the user's, plus a `path_override` toolchain for that clang;
-//!   `config`) and a server port of its own, so the user's sccache server is left alone. As many
+//!   `config`) and a server of its own for the build, stopped when the build ends (`server`), so
+//!   the user's sccache server is left alone and no process outlives the build. As many
 //!   compiles run at once as the farm has cores, whatever the local cores or memory: remote
 //!   compiles use neither. A farm object's unnamed `__hip_cuid_` is made local
 //!   (`localize_empty_cuid`), and a source whose name is too long for sccache's input archive
@@ -21,13 +22,15 @@
 //!   from its root and preprocessed through the command that runs its driver.
 //!
 //! sccache itself handles the rest: a compile error on a server fails the compile with the
-//! compiler's message (qola reports it with the command and `repro.sh` as always); a server
+//! compiler's message (qola reports it with the command, `repro.sh` and the compiler's exit
+//! status, which sccache misreports: `server::compiler_status`); a server
 //! that fails the job is an infrastructure error, which sccache retries locally; qola counts
 //! those from sccache's statistics and says so once in the summary.
 
 mod archive;
 mod config;
 mod expand;
+mod server;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -37,8 +40,9 @@ use crate::build_script::Env;
 use crate::compile::CompileError;
 use crate::compile::error::Result;
 use crate::compile::toolchain::HipToolchain;
+pub(crate) use server::{Server, compiler_status};
 pub use status::FarmReport;
-pub(crate) use status::{DistStats, SchedulerStatus};
+pub(crate) use status::SchedulerStatus;
 
 /// What the farm can do for a build: the decision, computed by [`decide`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,14 +84,13 @@ pub(crate) fn decide(answer: Option<std::result::Result<SchedulerStatus, String>
 }
 
 /// What a farm build runs: the launcher (with qola's sccache environment) and the compile
-/// arguments (the clang driver and hipcc's expanded flags first).
-#[derive(Debug, Clone)]
+/// arguments (the clang driver and hipcc's expanded flags first), and the build's own sccache
+/// server (stopped when this is dropped).
+#[derive(Debug)]
 pub(crate) struct FarmCommand {
     pub launcher: Vec<String>,
     pub args: Vec<String>,
-    /// The sccache server's environment, for its statistics.
-    pub env: Vec<(String, String)>,
-    pub sccache: PathBuf,
+    pub server: Server,
 }
 
 /// Asks the farm and, when it is up, prepares the command (expanded flags, toolchain archive,
@@ -115,7 +118,8 @@ pub(crate) fn prepare(
         return Ok((Farm::Off, None));
     };
     let sccache = PathBuf::from(program);
-    let farm = decide(Some(status::ask(&sccache, &user.path, user.status_port())));
+    // Asked through a server of its own, stopped at once (the user's may run another config).
+    let farm = decide(Some(Server::new(&sccache, &user.path)?.ask()));
     if !matches!(farm, Farm::Up { .. }) {
         return Ok((farm, None));
     }
@@ -154,27 +158,21 @@ pub(crate) fn prepare(
         },
         cache,
     )?;
-    let (config_path, port) = config::write(&user, &run, &expanded.clang, &archive, cache)?;
+    let config_path = config::write(&user, &run, &expanded.clang, &archive, cache)?;
     expanded.args[0] = run.to_string_lossy().into_owned();
-    let mut env_pairs = vec![
-        (
-            "SCCACHE_CONF".to_string(),
-            config_path.display().to_string(),
-        ),
-        ("SCCACHE_SERVER_PORT".to_string(), port.to_string()),
-    ];
+    let mut server = Server::new(&sccache, &config_path)?;
     // Compiles run in the links' directory of the build's roots with every path by its name:
     // sccache strips that directory too from what it hashes (its `basedirs`), unless told
-    // otherwise.
+    // otherwise. (The server reads it when it starts, so it is in every client's environment.)
     if env.var("SCCACHE_BASEDIRS")?.is_none() {
-        env_pairs.push(("SCCACHE_BASEDIRS".to_string(), links.display().to_string()));
+        server = server.with("SCCACHE_BASEDIRS", links.display().to_string());
     }
     // Starts qola's sccache server and its connection to the scheduler before the first compile
     // (a server still connecting compiles locally); up to 30 s of tries while it connects.
     let mut farm = farm;
     // (A new server connects after it has read the toolchain archive: seconds for ~100 MB.)
     for _ in 0..60 {
-        farm = decide(Some(status::ask(&sccache, &config_path, port)));
+        farm = decide(Some(server.ask()));
         if matches!(farm, Farm::Up { .. }) {
             break;
         }
@@ -184,15 +182,14 @@ pub(crate) fn prepare(
         return Ok((farm, None));
     }
     let mut full = vec!["env".to_string()];
-    full.extend(env_pairs.iter().map(|(k, v)| format!("{k}={v}")));
+    full.extend(server.env().iter().map(|(k, v)| format!("{k}={v}")));
     full.push(program.clone());
     Ok((
         farm,
         Some(FarmCommand {
             launcher: full,
             args: expanded.args,
-            env: env_pairs,
-            sccache,
+            server,
         }),
     ))
 }

@@ -2,8 +2,6 @@
 //! (`--show-stats --stats-format=json`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
 
 /// The scheduler's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,21 +35,10 @@ pub(crate) fn parse_status(text: &str) -> Result<SchedulerStatus, String> {
     }
 }
 
-/// Runs `sccache --dist-status` with the user's config, through an sccache server on `port`
-/// (not the user's default one, which may run with another config).
-pub(crate) fn ask(sccache: &Path, config: &Path, port: u16) -> Result<SchedulerStatus, String> {
-    let out = Command::new(sccache)
-        .arg("--dist-status")
-        .env("SCCACHE_CONF", config)
-        .env("SCCACHE_SERVER_PORT", port.to_string())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", sccache.display()))?;
-    parse_status(&String::from_utf8_lossy(&out.stdout))
-}
-
-/// sccache's counters of distributed and local compiles.
+/// sccache's counters: its cache's answers, and distributed and local compiles.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct DistStats {
+    pub cache_hits: u64,
     pub compilations: u64,
     pub dist_compiles: BTreeMap<String, u64>,
     pub dist_errors: u64,
@@ -62,7 +49,15 @@ impl DistStats {
     pub(crate) fn parse(text: &str) -> Option<DistStats> {
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
         let stats = value.get("stats")?;
+        let cache_hits = stats
+            .get("cache_hits")?
+            .get("counts")?
+            .as_object()?
+            .values()
+            .filter_map(|v| v.as_u64())
+            .sum();
         Some(DistStats {
+            cache_hits,
             compilations: stats.get("compilations")?.as_u64()?,
             dist_compiles: stats
                 .get("dist_compiles")?
@@ -74,17 +69,7 @@ impl DistStats {
         })
     }
 
-    /// Reads them from the sccache server of `env`.
-    pub(crate) fn read(sccache: &Path, env: &[(String, String)]) -> Option<DistStats> {
-        let out = Command::new(sccache)
-            .args(["--show-stats", "--stats-format=json"])
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .output()
-            .ok()?;
-        DistStats::parse(&String::from_utf8_lossy(&out.stdout))
-    }
-
-    /// What happened between `self` and `later`: (distributed, servers used, local, errors).
+    /// What happened between `self` and `later`.
     pub(crate) fn since(&self, later: &DistStats) -> FarmReport {
         let mut servers = 0;
         let mut distributed = 0;
@@ -97,6 +82,7 @@ impl DistStats {
         }
         let compiled = later.compilations.saturating_sub(self.compilations);
         FarmReport {
+            cache_hits: later.cache_hits.saturating_sub(self.cache_hits),
             distributed,
             servers,
             local: compiled.saturating_sub(distributed),
@@ -109,6 +95,8 @@ impl DistStats {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FarmReport {
+    /// Compiles sccache's own cache answered (neither distributed nor compiled locally).
+    pub cache_hits: u64,
     /// Compiles run on a build server.
     pub distributed: u64,
     /// Build servers that ran at least one.

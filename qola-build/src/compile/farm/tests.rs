@@ -1,4 +1,5 @@
 use super::*;
+use status::DistStats;
 
 #[test]
 fn the_scheduler_status_gives_servers_and_cpus_or_the_reason_there_are_none() {
@@ -77,18 +78,19 @@ clang: note: the jobs"#;
 }
 
 #[test]
-fn sccache_statistics_give_distributed_local_and_retried_compiles() {
+fn sccache_statistics_give_cache_answers_distributed_local_and_retried_compiles() {
     let before = DistStats::parse(
-        r#"{"stats":{"compilations":3,"dist_compiles":{"127.0.0.1:10501":2},"dist_errors":0}}"#,
+        r#"{"stats":{"cache_hits":{"counts":{"C/C++":1}},"compilations":3,"dist_compiles":{"127.0.0.1:10501":2},"dist_errors":0}}"#,
     )
     .unwrap();
     let after = DistStats::parse(
-        r#"{"stats":{"compilations":14,"dist_compiles":{"127.0.0.1:10501":7,"127.0.0.1:10502":4},"dist_errors":1}}"#,
+        r#"{"stats":{"cache_hits":{"counts":{"C/C++":4,"CUDA":1}},"compilations":14,"dist_compiles":{"127.0.0.1:10501":7,"127.0.0.1:10502":4},"dist_errors":1}}"#,
     )
     .unwrap();
     assert_eq!(
         before.since(&after),
         FarmReport {
+            cache_hits: 4,
             distributed: 9,
             servers: 2,
             local: 2,
@@ -113,7 +115,7 @@ token = "secret"
         .parse()
         .unwrap(),
     };
-    let (path, port) = config::write(
+    let path = config::write(
         &user,
         std::path::Path::new("/usr/bin/clang++-15"),
         std::path::Path::new("/usr/bin/clang++-15"),
@@ -121,7 +123,6 @@ token = "secret"
         tmp.path(),
     )
     .unwrap();
-    assert!((4700..5100).contains(&port));
     let written: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
     let dist = written["dist"].as_table().unwrap();
     assert_eq!(
@@ -141,7 +142,7 @@ token = "secret"
         Some("/cache/farm/abc.tar.gz")
     );
     let before = std::fs::metadata(&path).unwrap().modified().unwrap();
-    let (again, _) = config::write(
+    let again = config::write(
         &user,
         std::path::Path::new("/usr/bin/clang++-15"),
         std::path::Path::new("/usr/bin/clang++-15"),
@@ -153,5 +154,20 @@ token = "secret"
     assert_eq!(
         std::fs::metadata(&path).unwrap().modified().unwrap(),
         before
+    );
+}
+
+#[test]
+fn a_compile_error_on_a_server_gives_the_compilers_status() {
+    let stderr = "sccache: Compiler killed by signal 1\nsccache: Job failed on server 127.0.0.1:43112:\nbroken.cpp:1:18: error: use of undeclared identifier 'x'\n1 error generated.";
+    let (status, text) = server::compiler_status(Some(254), stderr);
+    assert_eq!(status, Some(1));
+    assert!(!text.contains("killed by signal"), "{text}");
+    assert!(text.contains("Job failed on server") && text.contains("undeclared identifier"));
+    // A local compile's words are left as they are.
+    let local = "x.hip:1:1: error: unknown type name 'y'\nsccache: Compiler killed by signal 1";
+    assert_eq!(
+        server::compiler_status(Some(1), local),
+        (Some(1), local.to_string())
     );
 }

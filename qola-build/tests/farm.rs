@@ -39,8 +39,9 @@ fn build(sources: &[PathBuf], include: &Path, dir: &Path, launcher: Option<&Path
 }
 
 /// The sccache processes running with a config under `dir` (the servers qola started for the
-/// builds of this test: their config is the farm client's or qola's, under the test's directory).
-fn sccache_servers_of(dir: &Path) -> Vec<u32> {
+/// builds of this test: their config is the farm client's or qola's, under the test's directory),
+/// each with its pid, config and port.
+fn sccache_servers_of(dir: &Path) -> Vec<String> {
     let wanted = format!("SCCACHE_CONF={}", dir.display());
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -54,11 +55,13 @@ fn sccache_servers_of(dir: &Path) -> Vec<u32> {
             .is_some_and(|r| !r.trim_start().starts_with('Z'));
         let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
         let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let ours = environ
+        let vars: Vec<String> = environ
             .split(|b| *b == 0)
-            .any(|v| v.starts_with(wanted.as_bytes()));
-        if live && comm.trim() == "sccache" && ours {
-            found.push(pid);
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .filter(|v| v.starts_with("SCCACHE_"))
+            .collect();
+        if live && comm.trim() == "sccache" && vars.iter().any(|v| v.starts_with(&wanted)) {
+            found.push(format!("{pid}: {}", vars.join(" ")));
         }
     }
     found
@@ -142,7 +145,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
     );
     assert_eq!(
         sccache_servers_of(tmp.path()),
-        Vec::<u32>::new(),
+        Vec::<String>::new(),
         "sccache servers left running after the build"
     );
 
@@ -219,7 +222,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
     assert!(!text.contains("killed by"), "{text}");
     assert_eq!(
         sccache_servers_of(tmp.path()),
-        Vec::<u32>::new(),
+        Vec::<String>::new(),
         "sccache servers left running after a failed build"
     );
 

@@ -119,7 +119,9 @@ pub(crate) fn prepare(
     };
     let sccache = PathBuf::from(program);
     // Asked through a server of its own, stopped at once (the user's may run another config).
-    let farm = decide(Some(Server::new(&sccache, &user.path)?.ask()));
+    let farm = decide(Some(
+        Server::start(&sccache, &user.path, &[]).and_then(|server| server.ask()),
+    ));
     if !matches!(farm, Farm::Up { .. }) {
         return Ok((farm, None));
     }
@@ -160,13 +162,17 @@ pub(crate) fn prepare(
     )?;
     let config_path = config::write(&user, &run, &expanded.clang, &archive, cache)?;
     expanded.args[0] = run.to_string_lossy().into_owned();
-    let mut server = Server::new(&sccache, &config_path)?;
     // Compiles run in the links' directory of the build's roots with every path by its name:
     // sccache strips that directory too from what it hashes (its `basedirs`), unless told
-    // otherwise. (The server reads it when it starts, so it is in every client's environment.)
+    // otherwise. (The server reads it when it starts.)
+    let mut extra = Vec::new();
     if env.var("SCCACHE_BASEDIRS")?.is_none() {
-        server = server.with("SCCACHE_BASEDIRS", links.display().to_string());
+        extra.push(("SCCACHE_BASEDIRS".to_string(), links.display().to_string()));
     }
+    let server = match Server::start(&sccache, &config_path, &extra) {
+        Ok(server) => server,
+        Err(why) => return Ok((Farm::Down { why }, None)),
+    };
     // Starts qola's sccache server and its connection to the scheduler before the first compile
     // (a server still connecting compiles locally); up to 30 s of tries while it connects.
     let mut farm = farm;

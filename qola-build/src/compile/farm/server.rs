@@ -1,50 +1,93 @@
 //! The sccache servers qola starts for a farm build, and what they answer.
 //!
-//! An sccache client starts a server on its port when none listens there, and that server keeps
-//! the environment and config of the client that started it until it exits (after
-//! `SCCACHE_IDLE_TIMEOUT`, 600 s by default). qola never shares one: each [`Server`] listens on
-//! a port free when it was chosen, is started with qola's whole environment for it (config,
-//! port, basedirs), and is stopped (`sccache --stop-server`) when the value is dropped, so no
-//! server outlives the build that started it, and none is reused with another configuration.
-//! (A build killed outright leaves its server to sccache's idle timeout.)
+//! An sccache client starts a server on its port when none listens there, daemonized, and that
+//! server keeps the environment and config of the client that started it until it exits (after
+//! `SCCACHE_IDLE_TIMEOUT`, 600 s by default). qola never lets a client do that: each [`Server`]
+//! is a child process of qola (sccache's own server mode, `SCCACHE_START_SERVER=1` in the
+//! foreground), on a port free when it was chosen, with qola's whole environment for it
+//! (config, port, basedirs); clients only connect to it. Dropping the value stops it
+//! (`sccache --stop-server`) and waits for the process to end, so no server outlives the build
+//! that started it and none is reused with another configuration; on Linux the server also
+//! ends when the thread that started it does (a build killed outright).
 
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
-use crate::compile::CompileError;
-use crate::compile::error::Result;
 use crate::compile::farm::status::{self, DistStats, SchedulerStatus};
 
-/// An sccache server of qola's own: its environment names its config and port.
+/// An sccache server of qola's own, running: its environment names its config and port.
 #[derive(Debug)]
 pub(crate) struct Server {
     sccache: PathBuf,
     env: Vec<(String, String)>,
+    process: Child,
 }
 
+/// How long a new server may take to listen (it reads its config and the toolchain archive's
+/// metadata first; seconds at most, measured) before qola gives up on the farm.
+const STARTUP_LIMIT: Duration = Duration::from_secs(60);
+
 impl Server {
-    /// A server for `config` on a free local port (started by its first request).
-    pub(crate) fn new(sccache: &Path, config: &Path) -> Result<Server> {
+    /// Starts a server for `config` (and the variables of `extra`) on a free local port, and
+    /// waits until it listens. `Err`: why not (the build then compiles locally).
+    pub(crate) fn start(
+        sccache: &Path,
+        config: &Path,
+        extra: &[(String, String)],
+    ) -> std::result::Result<Server, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
-            .map_err(|e| CompileError::Farm {
-                problem: format!("no free local port for qola's sccache server: {e}"),
-            })?
+            .map_err(|e| format!("no free local port for qola's sccache server: {e}"))?
             .port();
-        Ok(Server {
+        let mut env = vec![
+            ("SCCACHE_CONF".to_string(), config.display().to_string()),
+            ("SCCACHE_SERVER_PORT".to_string(), port.to_string()),
+        ];
+        env.extend(extra.iter().cloned());
+        let mut command = Command::new(sccache);
+        command
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("SCCACHE_START_SERVER", "1")
+            .env("SCCACHE_NO_DAEMON", "1")
+            .env_remove("SCCACHE_STARTUP_NOTIFY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        end_with_this_thread(&mut command);
+        let process = command
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", sccache.display()))?;
+        let mut server = Server {
             sccache: sccache.to_path_buf(),
-            env: vec![
-                ("SCCACHE_CONF".to_string(), config.display().to_string()),
-                ("SCCACHE_SERVER_PORT".to_string(), port.to_string()),
-            ],
-        })
+            env,
+            process,
+        };
+        server.wait_until_listening(port)?;
+        Ok(server)
     }
 
-    /// Adds a variable to the server's environment (before its first request).
-    pub(crate) fn with(mut self, name: &str, value: String) -> Server {
-        self.env.push((name.to_string(), value));
-        self
+    /// Waits until the server accepts connections on `port`, or has ended.
+    fn wait_until_listening(&mut self, port: u16) -> std::result::Result<(), String> {
+        let start = Instant::now();
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.process.try_wait() {
+                return Err(format!(
+                    "qola's sccache server (port {port}) ended as it started ({status})"
+                ));
+            }
+            if start.elapsed() > STARTUP_LIMIT {
+                return Err(format!(
+                    "qola's sccache server did not listen on port {port} within {} s",
+                    STARTUP_LIMIT.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The environment every client of this server runs with.
@@ -83,15 +126,39 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // Stops it when it runs; nothing when no request started it.
-        let _ = self
+        let stopped = self
             .command()
             .arg("--stop-server")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status();
+            .status()
+            .is_ok_and(|s| s.success());
+        if !stopped {
+            let _ = self.process.kill();
+        }
+        let _ = self.process.wait();
     }
 }
+
+/// On Linux, the server gets SIGTERM when the thread that started it ends (a build killed
+/// outright); elsewhere sccache's idle timeout ends it.
+#[cfg(target_os = "linux")]
+fn end_with_this_thread(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn end_with_this_thread(_: &mut Command) {}
 
 /// The compiler's exit status of a compile that failed on a build server, and its message.
 /// sccache 0.16 hands a server's exit code back as a raw wait status, so a compiler that exited

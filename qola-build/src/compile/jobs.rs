@@ -34,7 +34,8 @@ pub(crate) struct Outcome {
     pub unit: usize,
     /// Wall time of the command.
     pub elapsed: Duration,
-    /// `None` when it succeeded; else the exit code (if any) and standard error.
+    /// `None` when it succeeded; else the exit code (if any) and what it said (standard error,
+    /// then standard output).
     pub failure: Option<(Option<i32>, String)>,
     /// Peak resident memory in bytes of the command's largest process, when known.
     pub peak_memory: Option<u64>,
@@ -86,7 +87,7 @@ fn run_one(job: &Job) -> Outcome {
         .current_dir(&job.cwd)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
     let mut child = match spawned {
@@ -98,14 +99,28 @@ fn run_one(job: &Job) -> Outcome {
             );
         }
     };
+    // A compiler says what went wrong on standard error; a launcher may say it on standard
+    // output (sccache's "Compiler killed by signal"): both are kept, read at once.
+    let stdout_pipe = child.stdout.take();
+    let stdout = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = stdout_pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    });
     let mut stderr = Vec::new();
     if let Some(mut pipe) = child.stderr.take() {
         let _ = pipe.read_to_end(&mut stderr);
     }
-    let stderr = String::from_utf8_lossy(&stderr).into_owned();
+    let mut said = String::from_utf8_lossy(&stderr).into_owned();
+    let stdout = stdout.join().unwrap_or_default();
+    if !stdout.is_empty() {
+        said.push_str(&String::from_utf8_lossy(&stdout));
+    }
     match wait_with_peak(&mut child) {
         Ok((status, peak)) if status.success() => outcome(None, peak),
-        Ok((status, peak)) => outcome(Some((status.code(), stderr)), peak),
+        Ok((status, peak)) => outcome(Some((status.code(), said)), peak),
         Err(e) => outcome(
             Some((None, format!("cannot wait for {}: {e}", job.argv[0]))),
             None,

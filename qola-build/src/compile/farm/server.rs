@@ -163,8 +163,9 @@ fn end_with_this_thread(_: &mut Command) {}
 /// The compiler's exit status of a compile that failed on a build server, and its message.
 /// sccache 0.16 hands a server's exit code back as a raw wait status, so a compiler that exited
 /// with 1 reads as "sccache: Compiler killed by signal 1" and the client exits 254 (measured with
-/// clang on a loopback farm); the number it names is the compiler's code. That line is dropped
-/// from the message, which keeps sccache's "Job failed on server …" and the compiler's words.
+/// clang on a loopback farm; the line is on sccache's standard output, the rest on standard
+/// error); the number it names is the compiler's code. That line is dropped from the message,
+/// which keeps sccache's "Job failed on server …" and the compiler's words.
 pub(crate) fn compiler_status(code: Option<i32>, stderr: &str) -> (Option<i32>, String) {
     const FAILED_ON_SERVER: &str = "sccache: Job failed on server";
     const KILLED: &str = "sccache: Compiler killed by signal ";

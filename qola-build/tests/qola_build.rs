@@ -487,7 +487,7 @@ fn architectures_come_from_arch_then_the_manifest_then_gpu_archs() {
 }
 
 #[test]
-fn a_manifest_for_another_rocm_is_one_error_naming_both_versions() {
+fn another_rocm_than_the_manifest_lists_is_a_warning_and_with_require_rocm_an_error() {
     let Some((real, hipcc, tmp, out)) = start("rocm-versions") else {
         return;
     };
@@ -501,11 +501,31 @@ fn a_manifest_for_another_rocm_is_one_error_naming_both_versions() {
         ),
     )
     .unwrap();
-    let run = qola_build(&hipcc, &other, &out);
+    // As in QoLA, the list is informational: one warning naming both, and the plan is made.
+    let plan = qola("plan", &hipcc, &other, &out).output().unwrap();
+    let text = stderr(&plan);
+    assert_eq!(plan.status.code(), Some(0), "{text}");
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("rocm_versions"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(
+        warnings[0].starts_with("qola: warning:")
+            && warnings[0].contains("ROCm 5 or 7.1")
+            && warnings[0].contains("HIP 6.4")
+            && warnings[0].contains("--require-rocm"),
+        "{text}"
+    );
+    // Asked to require it: one error, before anything is built.
+    let run = qola("build", &hipcc, &other, &out)
+        .arg("--require-rocm")
+        .output()
+        .unwrap();
     assert_eq!(run.status.code(), Some(1));
     let text = stderr(&run);
     assert!(
-        text.contains("ROCm 5 or 7.1") && text.contains("HIP 6.4"),
+        text.contains("ROCm 5 or 7.1") && text.contains("HIP 6.4") && !text.contains("warning"),
         "{text}"
     );
     assert!(!out.join("lib").exists(), "nothing is built: {text}");

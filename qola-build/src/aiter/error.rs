@@ -43,7 +43,7 @@ pub enum AiterError {
     },
 
     /// The compiler's HIP version is none of the manifest's `rocm_versions`.
-    #[error("manifest {} asks for ROCm {} (`[qola] rocm_versions`), but the HIP compiler {} is HIP {found}: use a matching ROCm (HIPCC, ROCM_PATH) or add its version to rocm_versions", manifest.display(), wanted.join(" or "), compiler.display())]
+    #[error("manifest {} lists ROCm {} (`[qola] rocm_versions`), but the HIP compiler {} is HIP {found}: use a matching ROCm (HIPCC, ROCM_PATH) or add its version to rocm_versions", manifest.display(), wanted.join(" or "), compiler.display())]
     RocmVersion {
         /// The manifest.
         manifest: PathBuf,

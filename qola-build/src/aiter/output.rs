@@ -46,6 +46,7 @@ pub struct OutputBuild {
     ck_filter: Option<String>,
     skip_checkout: bool,
     verbose: bool,
+    require_rocm: bool,
 }
 
 /// One module of `manifest.json`.
@@ -155,6 +156,7 @@ impl OutputBuild {
             ck_filter: None,
             skip_checkout: false,
             verbose: false,
+            require_rocm: false,
         }
     }
 
@@ -193,6 +195,29 @@ impl OutputBuild {
     pub fn verbose(&mut self, verbose: bool) -> &mut OutputBuild {
         self.verbose = verbose;
         self
+    }
+
+    /// Makes `[qola] rocm_versions` a requirement (`--require-rocm`): a HIP compiler of another
+    /// version is an error ([`AiterError::RocmVersion`]). Without it, as in QoLA, the list is
+    /// informational: a mismatch is a warning and the build goes on.
+    pub fn require_rocm(&mut self, require: bool) -> &mut OutputBuild {
+        self.require_rocm = require;
+        self
+    }
+
+    /// `[qola] rocm_versions` against the compiler: an error with [`OutputBuild::require_rocm`],
+    /// else a warning on standard error.
+    fn check_rocm(&self, manifest: &Manifest, toolchain: &HipToolchain) -> Result<()> {
+        match rocm_mismatch(manifest, toolchain) {
+            None => Ok(()),
+            Some(mismatch) if self.require_rocm => Err(mismatch),
+            Some(mismatch) => {
+                eprintln!(
+                    "qola: warning: {mismatch}; building with it anyway, as QoLA does (`[qola] rocm_versions` is informational unless --require-rocm)"
+                );
+                Ok(())
+            }
+        }
     }
 
     /// Resolves the manifest, prepares the tree (or takes it as it is), the architectures.
@@ -332,7 +357,7 @@ impl OutputBuild {
         let env = Env::new(&directives);
         let ctx = self.inputs(&env, &directives)?;
         let toolchain = HipToolchain::find(&env)?;
-        check_rocm_versions(&ctx.manifest, &toolchain)?;
+        self.check_rocm(&ctx.manifest, &toolchain)?;
         let selected = self.select(&env, &ctx)?;
         std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
         super::write_public_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
@@ -416,7 +441,7 @@ impl OutputBuild {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let ctx = self.inputs(&env, &directives)?;
-        check_rocm_versions(&ctx.manifest, &HipToolchain::find(&env)?)?;
+        self.check_rocm(&ctx.manifest, &HipToolchain::find(&env)?)?;
         let mut plans = Vec::new();
         for s in self.select(&env, &ctx)? {
             let lib = self.assemble(&env, &ctx, &s)?;
@@ -468,11 +493,12 @@ pub fn check_groups(prepare: &Prepare, groups: &[String]) -> Result<()> {
     groups_exist(&Manifest::from_path(&path)?, groups)
 }
 
-/// `[qola] rocm_versions`: the compiler's HIP version must start with one of them.
-fn check_rocm_versions(manifest: &Manifest, toolchain: &HipToolchain) -> Result<()> {
+/// `[qola] rocm_versions` against the compiler: `None` when the list is empty or the compiler's
+/// HIP version starts with one of them, else the mismatch.
+fn rocm_mismatch(manifest: &Manifest, toolchain: &HipToolchain) -> Option<AiterError> {
     let wanted = &manifest.qola.rocm_versions;
     if wanted.is_empty() {
-        return Ok(());
+        return None;
     }
     let found = super::hip_version(toolchain);
     let matches = |w: &str| {
@@ -486,9 +512,9 @@ fn check_rocm_versions(manifest: &Manifest, toolchain: &HipToolchain) -> Result<
             .all(|(have, want)| want.parse::<u32>().is_ok_and(|w| w == *have))
     };
     if wanted.iter().any(|w| matches(w)) {
-        return Ok(());
+        return None;
     }
-    Err(AiterError::RocmVersion {
+    Some(AiterError::RocmVersion {
         manifest: manifest.path.clone(),
         wanted: wanted.clone(),
         found: found.map_or("an unknown HIP version".to_string(), |(a, b, c)| {

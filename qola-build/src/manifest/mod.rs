@@ -6,7 +6,7 @@
 //! aiter_url = "https://github.com/ROCm/aiter.git"   # new in qola; this is the default
 //! namespace = "te"               # libraries <ns>_<md_name>.so, C++ API qola::<ns>::
 //! patches_dir = "patches/aiter"  # relative to this file; absent: qola's own series
-//! rocm_versions = ["6"]          # the compiler's HIP version must start with one of these
+//! rocm_versions = ["6"]          # informational: a warning when the HIP version differs
 //!
 //! [build]
 //! architectures = ["gfx942"]     # or "gfx942;gfx950"
@@ -75,8 +75,9 @@ pub struct QolaTable {
     pub namespace: Option<String>,
     /// The patch series directory, relative to the manifest file (made absolute on reading).
     pub patches_dir: Option<PathBuf>,
-    /// ROCm versions the manifest was written for (`"6"`, `"6.4"`): the compiler's HIP version
-    /// must start with one of them. Empty: any.
+    /// ROCm versions the manifest was written for (`"6"`, `"6.4"`). Informational, as in QoLA:
+    /// `qola build` warns when the compiler's HIP version starts with none of them, and fails
+    /// only with `--require-rocm` ([`crate::OutputBuild::require_rocm`]). Empty: any.
     pub rocm_versions: Vec<String>,
 }
 

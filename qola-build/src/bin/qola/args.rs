@@ -165,6 +165,10 @@ pub(crate) struct BuildCmd {
     /// Print each compile command (build) or each unit's decision (plan).
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Make the manifest's [qola] rocm_versions a requirement: another HIP version is an error
+    /// [default: a warning, as in QoLA].
+    #[arg(long)]
+    pub require_rocm: bool,
 }
 
 /// `cache`.
@@ -239,7 +243,8 @@ impl BuildCmd {
             .archs(&archs)
             .groups(&self.groups)
             .skip_checkout(self.skip_checkout)
-            .verbose(self.verbose);
+            .verbose(self.verbose)
+            .require_rocm(self.require_rocm);
         if let Some(mode) = self.mode {
             build.mode(match mode {
                 Mode::CppItfs => BuildMode::CppItfs,

@@ -503,3 +503,76 @@ fn cache_says_what_it_holds_and_clears_it() {
     let cleared = json(&qola(&s, &["cache", "--clear", "--json"]).output().unwrap());
     assert_eq!(cleared["cleared"], 0);
 }
+
+/// A TransformerEngine-style manifest: no `patches_dir` (so qola's own series), the demo's
+/// upstream, `commit` pinned.
+fn manifest_without_patches(s: &Setup, commit: &str) -> std::path::PathBuf {
+    let path = s.tmp.path().join("te.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[qola]\naiter_commit = \"{commit}\"\naiter_url = \"{}\"\nnamespace = \"te\"\n",
+            s.demo.aiter.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// The refusal names the manifest, both commits and what to set.
+fn assert_series_refused(out: &Output, commit: &str) {
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(commit)
+            && text.contains("05a0d1f060af14e789696479de71a2fc2fbaada9")
+            && text.contains("patches_dir")
+            && text.contains("te.toml"),
+        "{text}"
+    );
+}
+
+#[test]
+fn qolas_own_series_pinned_to_another_sha_is_refused_before_anything_is_cloned() {
+    let s = setup();
+    let short = &s.demo.commit[..8];
+    let manifest = manifest_without_patches(&s, short);
+    for verb in ["status", "prepare", "checkout"] {
+        let out = qola(&s, &[verb, "-m"])
+            .arg(&manifest)
+            .arg("-a")
+            .arg(&s.root)
+            .output()
+            .unwrap();
+        assert_series_refused(&out, short);
+        assert!(!s.root.exists(), "{verb} cloned");
+    }
+}
+
+#[test]
+fn qolas_own_series_pinned_to_a_branch_of_another_commit_is_refused_leaving_the_tree_as_it_was() {
+    let s = setup();
+    // A checkout prepared with the demo's own series.
+    let out = run(&s, "prepare", &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // The work tree (a branch is fetched, which writes in .git only).
+    let tree = || {
+        let mut m = mtimes(&s.root);
+        m.retain(|p, _| !p.components().any(|c| c.as_os_str() == ".git"));
+        m
+    };
+    let before = tree();
+    let branch = qola_tests::git(&s.demo.aiter, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    let head = qola_tests::git(&s.demo.aiter, &["rev-parse", "HEAD"]);
+    let manifest = manifest_without_patches(&s, &branch);
+    for verb in ["status", "prepare"] {
+        let out = qola(&s, &[verb, "-m"])
+            .arg(&manifest)
+            .arg("-a")
+            .arg(&s.root)
+            .output()
+            .unwrap();
+        assert_series_refused(&out, &format!("{branch} ({head})"));
+        assert!(tree() == before, "{verb} touched the tree");
+    }
+}

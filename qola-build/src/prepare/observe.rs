@@ -26,7 +26,9 @@ use crate::prepare::git::pinned::{Pinned, Pristine};
 use crate::prepare::git::state::{Entry, PathState, workdir_entry};
 use crate::prepare::git::untracked::untracked;
 use crate::prepare::journal;
-use crate::prepare::patch::{Applied, FileContent, Series, apply_series, load_series};
+use crate::prepare::patch::{
+    Applied, FileContent, Series, apply_series, load_series, spec_excluded, written_for,
+};
 use crate::prepare::record::fingerprint::{TreeScan, fingerprint_of, scan};
 use crate::prepare::record::key::KeyComponents;
 use crate::prepare::record::snapshot::Snapshot;
@@ -70,6 +72,15 @@ impl<'a> Run<'a> {
         mode: Mode,
     ) -> Result<Run<'a>> {
         let series = load_series(&settings.series)?;
+        // qola's own series pinned to a commit it is not written for: refused before anything
+        // is cloned or fetched when the spec is a SHA (a name is checked once resolved).
+        if series.bundled
+            && !settings.skip
+            && let Some(spec) = &settings.commit
+            && spec_excluded(spec)
+        {
+            return Err(series_not_for(settings, spec.clone()));
+        }
         for warning in &series.warnings {
             directives.cargo_warning(warning);
         }
@@ -231,6 +242,9 @@ pub(crate) fn observe(run: &Run, cloned: Option<Repository>, resumed: Resumed) -
         Reach::Got(resolved) => resolved,
         Reach::NeedsFetch(what) => return Ok(found(Seen::default(), Found::NeedsFetch(what))),
     };
+    if run.series.bundled && !written_for().contains(&commit.to_string().as_str()) {
+        return Err(series_not_for(run.settings, format!("{spec} ({commit})")));
+    }
     let keyed = key_and_stamp(run, &repo, commit, fresh, resumed);
     let mut seen = Seen {
         commit: commit.to_string(),
@@ -278,6 +292,15 @@ pub(crate) fn observe(run: &Run, cloned: Option<Repository>, resumed: Resumed) -
             tree: compared,
         },
     ))
+}
+
+/// The refusal of qola's own series for `commit` (see [`PrepareError::SeriesNotForCommit`]).
+fn series_not_for(settings: &Settings, commit: String) -> PrepareError {
+    PrepareError::SeriesNotForCommit {
+        manifest: settings.manifest_path.clone(),
+        commit,
+        written_for: written_for().into_iter().map(String::from).collect(),
+    }
 }
 
 /// The repository at the root and whether this run cloned it (`None`: no checkout).

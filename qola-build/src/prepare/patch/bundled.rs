@@ -34,6 +34,28 @@ const PATCHES: &[(&str, &[u8])] = &[
     ),
 ];
 
+/// The AITER commits the series is written for (`aiter-commits.txt` beside the patches).
+const WRITTEN_FOR: &str = include_str!("../../../patches/aiter/aiter-commits.txt");
+
+/// The full SHAs of the AITER commits the series is written for.
+pub(crate) fn written_for() -> Vec<&'static str> {
+    WRITTEN_FOR
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Whether a commit spec can only name a commit the series is not written for: a hex string of
+/// 7 to 40 digits (a full or short SHA) that starts none of them. Branches and tags are known
+/// only once resolved.
+pub(crate) fn spec_excluded(spec: &str) -> bool {
+    let spec = spec.to_ascii_lowercase();
+    (7..=40).contains(&spec.len())
+        && spec.chars().all(|c| c.is_ascii_hexdigit())
+        && !written_for().iter().any(|c| c.starts_with(&spec))
+}
+
 /// Where the series lives in qola-build's sources (for messages; nothing reads it at run time).
 fn source_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/patches/aiter"))
@@ -60,6 +82,40 @@ pub(crate) fn bundled_series() -> Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_series_records_full_shas_and_the_default_manifests_commit_is_one() {
+        let commits = written_for();
+        assert!(!commits.is_empty());
+        for c in &commits {
+            assert!(
+                c.len() == 40 && c.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')),
+                "{c}"
+            );
+        }
+        let default = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../qola-sys/qola.toml"
+        ))
+        .unwrap();
+        assert!(
+            commits
+                .iter()
+                .any(|c| default.contains(&format!("aiter_commit = \"{c}\""))),
+            "qola-sys's default manifest pins a commit the series is written for"
+        );
+    }
+
+    #[test]
+    fn a_sha_the_series_is_not_written_for_is_known_before_resolving() {
+        assert!(!spec_excluded("05a0d1f"));
+        assert!(!spec_excluded("05A0D1F060AF14E789696479DE71A2FC2FBAADA9"));
+        assert!(spec_excluded("d32b0cb"), "TransformerEngine's pin");
+        assert!(spec_excluded("7a24cd87"));
+        assert!(!spec_excluded("main"), "a branch is resolved first");
+        assert!(!spec_excluded("v0.1.7"), "a tag too");
+        assert!(!spec_excluded("abc123"), "six digits: a name, not a SHA");
+    }
 
     #[test]
     fn the_bundled_series_is_every_patch_of_the_directory_in_order() {

@@ -17,6 +17,7 @@ pub(crate) use crate::prepare::git::state::{
     FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK,
 };
 pub(crate) use binary::encode_literal;
+pub(crate) use bundled::{spec_excluded, written_for};
 pub(crate) use parse::parse_patch;
 #[cfg(test)]
 pub(crate) use series::PatchFile;

@@ -144,6 +144,18 @@ pub enum PrepareError {
         source: std::io::Error,
     },
 
+    /// A manifest without `patches_dir` (so qola's own series) pins an AITER commit that series
+    /// is not written for.
+    #[error("{}: AITER {commit} is not a commit qola's own patch series is written for ({}); a manifest without patches_dir gets that series, and qola cannot know it applies to another commit. Set [qola] patches_dir (or --patches-dir, QOLA_PATCHES_DIR) to a series written for {commit} (an empty directory applies none), or pin aiter_commit = \"{}\"", manifest.as_ref().map_or("qola".to_string(), |m| m.display().to_string()), written_for.join(", "), written_for.first().map_or("", |c| c.as_str()))]
+    SeriesNotForCommit {
+        /// The manifest.
+        manifest: Option<PathBuf>,
+        /// The commit as given, and resolved when it was (`d32b0cb`, `main (1a2b3c…)`).
+        commit: String,
+        /// The commits the series is written for.
+        written_for: Vec<String>,
+    },
+
     /// Something named `*.patch` in the series directory is not a regular file.
     #[error("{} is {what}, named like a patch of the series: qola reads every *.patch of the series directory as a patch (as QoLA does); rename or move it", path.display())]
     NotAPatch {
@@ -277,6 +289,7 @@ impl PrepareError {
             | PrepareError::SkipWithoutCheckout { .. }
             | PrepareError::NotPrepared { .. } => ErrorKind::Checkout,
             PrepareError::PatchesDir { .. }
+            | PrepareError::SeriesNotForCommit { .. }
             | PrepareError::NotAPatch { .. }
             | PrepareError::PatchSyntax { .. }
             | PrepareError::UnsafePatchPath { .. }

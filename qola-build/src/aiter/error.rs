@@ -55,6 +55,16 @@ pub enum AiterError {
         compiler: PathBuf,
     },
 
+    /// The tree's attention headers show no C++ API generation qola knows (see
+    /// [`crate::aiter::ApiGeneration`]), or one the asked API cannot serve.
+    #[error("{}: {why}; qola knows AITER's attention API with the options as parameters of aiter::mha_fwd (AITER 05a0d1f) or inside aiter::mha_fwd_args (newer AITERs)", header.display())]
+    ApiGeneration {
+        /// The header.
+        header: PathBuf,
+        /// What it shows.
+        why: String,
+    },
+
     /// An entry of AITER's `optCompilerConfig.json` cannot be evaluated.
     #[error("AITER module {module}, field {field}: `{expression}`: {why}")]
     AiterConfig {
@@ -100,7 +110,9 @@ impl AiterError {
             AiterError::RocmVersion { .. } | AiterError::ToolchainTooOld { .. } => {
                 ErrorKind::Toolchain
             }
-            AiterError::AiterConfig { .. } | AiterError::Codegen { .. } => ErrorKind::Aiter,
+            AiterError::AiterConfig { .. }
+            | AiterError::Codegen { .. }
+            | AiterError::ApiGeneration { .. } => ErrorKind::Aiter,
             AiterError::Prepare(e) => e.kind(),
             AiterError::Compile(e) => e.kind(),
             AiterError::Manifest(e) => e.kind(),

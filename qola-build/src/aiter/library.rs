@@ -7,7 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use super::registry;
-use super::{AiterModule, AiterModuleSpec, EmbeddedHsa, embed_hsa, prepare_module};
+use super::{
+    AiterModule, AiterModuleSpec, ApiGeneration, EmbeddedHsa, detect_api_generation, embed_hsa,
+    prepare_module,
+};
 use crate::aiter::error::Result;
 use crate::common::io::write_if_changed;
 
@@ -24,9 +27,10 @@ pub enum Api {
         /// The exported symbols.
         exports: Vec<String>,
     },
-    /// QoLA's C++ API (`qola::<ns>::mha_fwd`, ...): the public headers and `qola_config.h` are
-    /// written into `include`, the module's wrapper (when qola has one) is compiled in, and the
-    /// shared library exports `qola::*` only.
+    /// QoLA's C++ API (`qola::<ns>::mha_fwd`, ...) of the generation the tree's headers show
+    /// ([`ApiGeneration`]): the public headers and `qola_config.h` are written into `include`,
+    /// the module's wrapper (when qola has one) is compiled in, and the shared library exports
+    /// `qola::*` only.
     Cpp {
         /// The namespace (`[qola] namespace`).
         namespace: Option<String>,
@@ -86,6 +90,13 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
             include,
             exports,
         } => {
+            // qola's C wrappers call AITER's API as 05a0d1f declares it.
+            if detect_api_generation(spec.root)? != ApiGeneration::Parameters {
+                return Err(crate::aiter::AiterError::ApiGeneration {
+                    header: spec.root.join("csrc/include/mha_fwd.h"),
+                    why: "the options are inside aiter::mha_fwd_args, and qola-sys's C API wrappers are written for AITER 05a0d1f's parameters: build this tree with `qola build` (QoLA's C++ API)".to_string(),
+                });
+            }
             build.files(sources).include(include);
             for symbol in exports {
                 build.export(symbol);
@@ -93,9 +104,10 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
             true
         }
         Api::Cpp { namespace, include } => {
-            write_public_headers(include, namespace.as_deref())?;
+            let generation = detect_api_generation(spec.root)?;
+            write_public_headers(include, namespace.as_deref(), generation)?;
             build.include(include);
-            let wrapper = registry::cpp_wrapper(&spec.module.name);
+            let wrapper = registry::cpp_wrapper(&spec.module.name, generation);
             if let Some((file, text)) = wrapper {
                 let source = work.join("qola-api").join(file);
                 write_if_changed(&source, text.as_bytes())?;
@@ -115,10 +127,14 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
     })
 }
 
-/// Writes the C++ API's public headers and `qola_config.h` into `dir` (unchanged files are not
-/// touched).
-pub fn write_public_headers(dir: &Path, namespace: Option<&str>) -> Result<()> {
-    for (name, text) in registry::PUBLIC_HEADERS {
+/// Writes the C++ API's public headers for a tree of `generation` and `qola_config.h` into
+/// `dir` (unchanged files are not touched).
+pub fn write_public_headers(
+    dir: &Path,
+    namespace: Option<&str>,
+    generation: ApiGeneration,
+) -> Result<()> {
+    for (name, text) in registry::public_headers(generation) {
         write_if_changed(&dir.join(name), text.as_bytes())?;
     }
     write_if_changed(

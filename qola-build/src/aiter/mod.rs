@@ -29,6 +29,7 @@
 //! measured peak, [`CK_UNIT_MEMORY`] before the first measurement (a CK instance peaks at
 //! 0.8–1.2 GB), on top of Cargo's jobserver.
 
+mod api_generation;
 mod codegen;
 pub(crate) mod error;
 mod hsa;
@@ -40,6 +41,7 @@ pub mod registry;
 
 use std::path::{Path, PathBuf};
 
+pub use api_generation::{ApiGeneration, detect as detect_api_generation};
 pub use codegen::Generated;
 pub use error::AiterError;
 pub use hsa::{EmbeddedHsa, embed_hsa};

@@ -360,7 +360,11 @@ impl OutputBuild {
         self.check_rocm(&ctx.manifest, &toolchain)?;
         let selected = self.select(&env, &ctx)?;
         std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
-        super::write_public_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
+        super::write_public_headers(
+            &self.output_dir.join("include"),
+            ctx.namespace.as_deref(),
+            super::detect_api_generation(&ctx.root)?,
+        )?;
         copy_configs(
             &ctx.root.join("aiter/configs"),
             &self.output_dir.join("configs"),

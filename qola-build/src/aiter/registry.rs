@@ -1,33 +1,64 @@
 //! What qola knows about AITER's modules beyond their recipe: which have a wrapper of qola's
-//! C++ API (`cpp_api/` of this package), and which hsa code objects a module loads when the
-//! manifest does not say.
+//! C++ API (`cpp_api/` of this package, one folder per [`ApiGeneration`] of AITER's API), and
+//! which hsa code objects a module loads when the manifest does not say.
 
-/// The C++ API headers `qola build` writes into `<output-dir>/include` (with `qola_config.h`).
-pub const PUBLIC_HEADERS: &[(&str, &str)] = &[
-    ("qola_common.h", include_str!("../../cpp_api/qola_common.h")),
-    (
-        "qola_mha_fwd.h",
-        include_str!("../../cpp_api/qola_mha_fwd.h"),
-    ),
-    (
-        "qola_mha_bwd.h",
-        include_str!("../../cpp_api/qola_mha_bwd.h"),
-    ),
-];
+use super::ApiGeneration;
 
-/// A module's C++ API wrapper: its file name and text.
-pub fn cpp_wrapper(module: &str) -> Option<(&'static str, &'static str)> {
-    match module {
-        "libmha_fwd" => Some((
-            "qola_mha_fwd.cpp",
-            include_str!("../../cpp_api/qola_mha_fwd.cpp"),
-        )),
-        "libmha_bwd" => Some((
-            "qola_mha_bwd.cpp",
-            include_str!("../../cpp_api/qola_mha_bwd.cpp"),
-        )),
-        _ => None,
+/// A file of qola's C++ API: its name and text.
+pub type ApiFile = (&'static str, &'static str);
+
+/// The C++ API headers `qola build` writes into `<output-dir>/include` (with `qola_config.h`)
+/// for a tree of `generation`.
+pub fn public_headers(generation: ApiGeneration) -> [ApiFile; 3] {
+    let common = ("qola_common.h", include_str!("../../cpp_api/qola_common.h"));
+    match generation {
+        ApiGeneration::Parameters => [
+            common,
+            (
+                "qola_mha_fwd.h",
+                include_str!("../../cpp_api/parameters/qola_mha_fwd.h"),
+            ),
+            (
+                "qola_mha_bwd.h",
+                include_str!("../../cpp_api/parameters/qola_mha_bwd.h"),
+            ),
+        ],
+        ApiGeneration::Struct => [
+            common,
+            (
+                "qola_mha_fwd.h",
+                include_str!("../../cpp_api/struct/qola_mha_fwd.h"),
+            ),
+            (
+                "qola_mha_bwd.h",
+                include_str!("../../cpp_api/struct/qola_mha_bwd.h"),
+            ),
+        ],
     }
+}
+
+/// A module's C++ API wrapper for a tree of `generation`, when qola has one.
+pub fn cpp_wrapper(module: &str, generation: ApiGeneration) -> Option<ApiFile> {
+    use ApiGeneration::{Parameters, Struct};
+    Some(match (module, generation) {
+        ("libmha_fwd", Parameters) => (
+            "qola_mha_fwd.cpp",
+            include_str!("../../cpp_api/parameters/qola_mha_fwd.cpp"),
+        ),
+        ("libmha_bwd", Parameters) => (
+            "qola_mha_bwd.cpp",
+            include_str!("../../cpp_api/parameters/qola_mha_bwd.cpp"),
+        ),
+        ("libmha_fwd", Struct) => (
+            "qola_mha_fwd.cpp",
+            include_str!("../../cpp_api/struct/qola_mha_fwd.cpp"),
+        ),
+        ("libmha_bwd", Struct) => (
+            "qola_mha_bwd.cpp",
+            include_str!("../../cpp_api/struct/qola_mha_bwd.cpp"),
+        ),
+        _ => return None,
+    })
 }
 
 /// The hsa subdirectories (of `hsa/<arch>/`) whose code objects a module loads at run time,

@@ -12,13 +12,14 @@ pub(crate) struct Hooks {
 }
 
 impl Hooks {
-    /// The hooks the environment asks for (`QOLA_TEST_KILL_AT`, `QOLA_TEST_FAIL_AFTER_WRITES`),
-    /// with the `test-hooks` feature; none without it.
-    pub(crate) fn from_env(env: &crate::build_script::Env) -> Hooks {
+    /// The hooks the environment asks for (`QOLA_TEST_KILL_AT`, `QOLA_TEST_FAIL_AFTER_WRITES`,
+    /// read through `var`, the caller's tracked environment), with the `test-hooks` feature;
+    /// none without it.
+    pub(crate) fn from_env(var: impl Fn(&str) -> Option<String>) -> Hooks {
         if !cfg!(feature = "test-hooks") {
             return Hooks::default();
         }
-        let text = |name: &str| env.var(name).ok().flatten();
+        let text = |name: &str| var(name);
         Hooks {
             fail_after_writes: text("QOLA_TEST_FAIL_AFTER_WRITES").and_then(|n| n.parse().ok()),
             kill_at: text("QOLA_TEST_KILL_AT"),

@@ -134,6 +134,17 @@ impl CompileError {
     }
 }
 
+impl From<crate::compile::farm::error::FarmError> for CompileError {
+    fn from(error: crate::compile::farm::error::FarmError) -> CompileError {
+        use crate::compile::farm::error::FarmError;
+        match error {
+            FarmError::Problem(problem) => CompileError::Farm { problem },
+            FarmError::Io(e) => CompileError::Io(e),
+            FarmError::Env(e) => CompileError::Env(e),
+        }
+    }
+}
+
 /// `Result` with a [`CompileError`].
 pub(crate) type Result<T, E = CompileError> = std::result::Result<T, E>;
 

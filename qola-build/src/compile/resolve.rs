@@ -27,6 +27,8 @@ pub(crate) struct Resolved {
     /// What the compile farm can do (see `farm`), and its command when it is up.
     pub farm: farm::Farm,
     pub farm_command: Option<farm::FarmCommand>,
+    /// A plain `sccache` launcher's server for this build (stopped when this is dropped).
+    pub sccache_server: Option<farm::Server>,
     pub limit: usize,
     pub limit_source: String,
     pub env_memory: Option<u64>,
@@ -119,6 +121,7 @@ impl HipBuild {
             launcher_env,
             farm: farm::Farm::Off,
             farm_command: None,
+            sccache_server: None,
             limit,
             limit_source,
             env_memory,
@@ -182,7 +185,8 @@ impl HipBuild {
 /// What a launcher needs to hash names alike in every place, unless the user set it: ccache's
 /// `base_dir` at the links' directory (an absolute path there becomes relative) and no hashing
 /// of the compile's directory (`hash_dir`, which matters with `-g`: the objects name `.`);
-/// sccache's `basedirs` likewise (sccache 0.15 and newer read it when their server starts).
+/// sccache's `basedirs` likewise (sccache 0.15 and newer read it when their server starts, so
+/// each build runs its own: `Resolved::start_launcher`).
 fn launcher_env(env: &Env, launcher: &[String], roots: &Roots) -> Result<Vec<(String, String)>> {
     let Some(program) = launcher.first() else {
         return Ok(Vec::new());
@@ -277,13 +281,19 @@ impl Resolved {
             .collect()
     }
 
-    /// Asks the compile farm, when the launcher is a distributed one (see `farm`). Only builds
-    /// with something to compile ask: a no-op build runs nothing and writes nothing.
-    pub(crate) fn join_farm(&mut self, env: &Env) -> Result<()> {
+    /// Gets the launcher ready for compiles: asks the compile farm when the launcher is a
+    /// distributed one (see `farm`), and otherwise starts a plain `sccache` launcher's server
+    /// for this build (see `sccache_server`: with this build's basedirs, stopped when the build
+    /// ends; when it cannot start, sccache's clients start their own). Only builds with
+    /// something to compile do this: a no-op build runs nothing and writes nothing.
+    pub(crate) fn start_launcher(&mut self, env: &Env) -> Result<()> {
         let (farm, command) = farm::prepare(
             env,
             &self.launcher,
-            &self.toolchain,
+            &farm::Compiler {
+                path: &self.toolchain.path,
+                is_clang: self.toolchain.is_clang,
+            },
             &self.command(),
             &self.cache,
             &self.out_dir.join("qola-farm"),
@@ -291,6 +301,16 @@ impl Resolved {
         )?;
         self.farm = farm;
         self.farm_command = command;
+        if self.farm_command.is_none()
+            && let [program] = &self.launcher[..]
+            && Path::new(program)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("sccache"))
+            && let Ok(server) = farm::Server::start(Path::new(program), None, &self.launcher_env)
+        {
+            self.launcher_env = server.env().to_vec();
+            self.sccache_server = Some(server);
+        }
         Ok(())
     }
 

@@ -58,7 +58,7 @@ impl HipBuild {
             .iter()
             .any(|u| matches!(u.plan, UnitPlan::Compile { .. }))
         {
-            resolved.join_farm(env)?;
+            resolved.start_launcher(env)?;
             let up = matches!(resolved.farm, farm::Farm::Up { .. });
             for unit in &mut units {
                 unit.plan = plan::decide(
@@ -225,7 +225,7 @@ impl HipBuild {
             .then(|| launcher::Counters::read(&resolved.launcher))
             .flatten();
         let farm_before = match (&resolved.farm_command, jobs_to_run.is_empty()) {
-            (Some(f), false) => f.server.stats(),
+            (Some(f), false) => farm::DistStats::read(&f.server),
             _ => None,
         };
         let log = out_dir.join(format!("qola-compile-{name}.log"));
@@ -261,7 +261,9 @@ impl HipBuild {
             launcher::Counters::read(&resolved.launcher).map(|after| before.since(&after))
         });
         let farm_report = match (&resolved.farm_command, farm_before) {
-            (Some(f), Some(before)) => f.server.stats().map(|after| before.since(&after)),
+            (Some(f), Some(before)) => {
+                farm::DistStats::read(&f.server).map(|after| before.since(&after))
+            }
             _ => None,
         };
         let farm_down = match &resolved.farm {

@@ -90,7 +90,7 @@ impl<'a> Run<'a> {
                 directives.rerun_if_changed(&patch.path);
             }
         }
-        let mut hooks = Hooks::from_env(env);
+        let mut hooks = Hooks::from_env(|name| env.var(name).ok().flatten());
         if let Some(n) = settings.fail_after_writes {
             hooks.fail_after_writes = Some(n);
         }

@@ -10,12 +10,10 @@
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::CompileError;
-use crate::compile::error::Result;
-use crate::compile::error::io_error;
+use crate::compile::farm::error::{FarmError, Result, io_error};
 
-fn farm_error(problem: String) -> CompileError {
-    CompileError::Farm { problem }
+fn farm_error(problem: String) -> FarmError {
+    FarmError::Problem(problem)
 }
 
 /// The device library directory the flags name, or `<rocm-path>/amdgcn/bitcode`.

@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::build_script::Env;
 use crate::common::io::write_if_changed;
-use crate::compile::CompileError;
-use crate::compile::error::Result;
-use crate::compile::error::io_error;
+use crate::compile::farm::error::{FarmError, Result, io_error};
 
 /// The user's sccache config, when it has a `[dist]` section.
 #[derive(Debug, Clone)]
@@ -31,9 +29,9 @@ impl UserConfig {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(None);
         };
-        let table: toml::Table = text.parse().map_err(|e| CompileError::Farm {
-            problem: format!("{}: not valid TOML: {e}", path.display()),
-        })?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e| FarmError::Problem(format!("{}: not valid TOML: {e}", path.display())))?;
         Ok(table
             .contains_key("dist")
             .then_some(UserConfig { path, table }))
@@ -53,8 +51,8 @@ pub(crate) fn write(
     let dist = table
         .get_mut("dist")
         .and_then(|d| d.as_table_mut())
-        .ok_or_else(|| CompileError::Farm {
-            problem: format!("{}: [dist] is not a table", user.path.display()),
+        .ok_or_else(|| {
+            FarmError::Problem(format!("{}: [dist] is not a table", user.path.display()))
         })?;
     let compiler = compiler.to_string_lossy().into_owned();
     let mut toolchains: Vec<toml::Value> = dist

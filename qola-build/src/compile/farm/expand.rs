@@ -6,9 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::CompileError;
-use crate::compile::error::Result;
-use crate::compile::toolchain::HipToolchain;
+use crate::compile::farm::Compiler;
+use crate::compile::farm::error::{FarmError, Result, io_error};
 
 /// The clang driver and the full compile arguments (the driver first), with the unit's source,
 /// object and depfile still to be appended as for `hipcc`.
@@ -22,22 +21,22 @@ pub(crate) struct Expanded {
 const SOURCE: &str = "qola-farm-probe-source.hip";
 
 /// Expands `args` (the compiler first, then the flags shared by every unit).
-pub(crate) fn expand(toolchain: &HipToolchain, args: &[String], work: &Path) -> Result<Expanded> {
+pub(crate) fn expand(toolchain: &Compiler, args: &[String], work: &Path) -> Result<Expanded> {
     if toolchain.is_clang {
         return Ok(Expanded {
-            clang: toolchain.path.clone(),
+            clang: toolchain.path.to_path_buf(),
             args: args.to_vec(),
         });
     }
-    std::fs::create_dir_all(work).map_err(crate::compile::error::io_error("create", work))?;
+    std::fs::create_dir_all(work).map_err(io_error("create", work))?;
     let out = Command::new(&args[0])
         .args(&args[1..])
         .args(["-c", SOURCE, "-o", "qola-farm-probe.o", "-###"])
         .env("HIPCC_VERBOSE", "1")
         .current_dir(work)
         .output()
-        .map_err(|e| CompileError::Farm {
-            problem: format!("cannot run {} to read its expansion: {e}", args[0]),
+        .map_err(|e| {
+            FarmError::Problem(format!("cannot run {} to read its expansion: {e}", args[0]))
         })?;
     let text = format!(
         "{}{}",
@@ -45,12 +44,10 @@ pub(crate) fn expand(toolchain: &HipToolchain, args: &[String], work: &Path) -> 
         String::from_utf8_lossy(&out.stderr)
     );
     parse(&text).map(in_install_dir).ok_or_else(|| {
-        CompileError::Farm {
-            problem: format!(
+        FarmError::Problem(format!(
                 "{} printed no `hipcc-cmd:` line with HIPCC_VERBOSE=1, so qola cannot hand its clang command to sccache-dist; unset QOLA_COMPILER_LAUNCHER's dist config or use a hipcc that prints it:\n{text}",
                 args[0]
-            ),
-        }
+            ))
     })
 }
 

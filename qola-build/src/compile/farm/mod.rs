@@ -13,7 +13,7 @@
 //!   compiler as an archive with the device bitcode libraries, which its automatic packaging
 //!   leaves out: qola builds it once, content-addressed in its cache (`archive`), and hands
 //!   sccache a config of its own (the user's, plus a `path_override` toolchain for that clang;
-//!   `config`) and a server of its own for the build, stopped when the build ends (`server`), so
+//!   `config`) and a server of its own for the build, stopped when the build ends (`sccache_server`), so
 //!   the user's sccache server is left alone and no process outlives the build. As many
 //!   compiles run at once as the farm has cores, whatever the local cores or memory: remote
 //!   compiles use neither. A farm object's unnamed `__hip_cuid_` is made local
@@ -23,26 +23,27 @@
 //!
 //! sccache itself handles the rest: a compile error on a server fails the compile with the
 //! compiler's message (qola reports it with the command, `repro.sh` and the compiler's exit
-//! status, which sccache misreports: `server::compiler_status`); a server
+//! status, which sccache misreports: `server_error`); a server
 //! that fails the job is an infrastructure error, which sccache retries locally; qola counts
 //! those from sccache's statistics and says so once in the summary.
 
 mod archive;
 mod config;
+pub(crate) mod error;
 mod expand;
 mod server;
+mod server_error;
 mod status;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::compile::CompileError;
-use crate::compile::error::Result;
-use crate::compile::toolchain::HipToolchain;
-pub(crate) use server::{Server, compiler_status};
+use error::{FarmError, Result};
+pub(crate) use server::Server;
+pub(crate) use server_error::compiler_status;
 pub use status::FarmReport;
-pub(crate) use status::SchedulerStatus;
+pub(crate) use status::{DistStats, SchedulerStatus};
 
 /// What the farm can do for a build: the decision, computed by [`decide`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,10 +96,19 @@ pub(crate) struct FarmCommand {
 
 /// Asks the farm and, when it is up, prepares the command (expanded flags, toolchain archive,
 /// qola's sccache config). `launcher` is the user's launcher (`sccache`, maybe with a path).
+/// The HIP compiler of the build, as the farm needs it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Compiler<'a> {
+    /// The compiler qola runs (`hipcc`, or a clang++ with HIP support).
+    pub path: &'a Path,
+    /// Whether it is a clang driver already (nothing to expand).
+    pub is_clang: bool,
+}
+
 pub(crate) fn prepare(
     env: &Env,
     launcher: &[String],
-    toolchain: &HipToolchain,
+    toolchain: &Compiler,
     args: &[String],
     cache: &Path,
     work: &Path,
@@ -120,7 +130,7 @@ pub(crate) fn prepare(
     let sccache = PathBuf::from(program);
     // Asked through a server of its own, stopped at once (the user's may run another config).
     let farm = decide(Some(
-        Server::start(&sccache, &user.path, &[]).and_then(|server| server.ask()),
+        Server::start(&sccache, Some(&user.path), &[]).and_then(|server| status::ask(&server)),
     ));
     if !matches!(farm, Farm::Up { .. }) {
         return Ok((farm, None));
@@ -169,7 +179,7 @@ pub(crate) fn prepare(
     if env.var("SCCACHE_BASEDIRS")?.is_none() {
         extra.push(("SCCACHE_BASEDIRS".to_string(), links.display().to_string()));
     }
-    let server = match Server::start(&sccache, &config_path, &extra) {
+    let server = match Server::start(&sccache, Some(&config_path), &extra) {
         Ok(server) => server,
         Err(why) => return Ok((Farm::Down { why }, None)),
     };
@@ -178,7 +188,7 @@ pub(crate) fn prepare(
     let mut farm = farm;
     // (A new server connects after it has read the toolchain archive: seconds for ~100 MB.)
     for _ in 0..60 {
-        farm = decide(Some(server.ask()));
+        farm = decide(Some(status::ask(&server)));
         if matches!(farm, Farm::Up { .. }) {
             break;
         }
@@ -220,17 +230,15 @@ pub(crate) fn localize_empty_cuid(object: &Path) -> Result<()> {
         .arg("--localize-symbol=__hip_cuid_")
         .arg(object)
         .output()
-        .map_err(|e| CompileError::Farm {
-            problem: format!("cannot run objcopy on {}: {e}", object.display()),
+        .map_err(|e| {
+            FarmError::Problem(format!("cannot run objcopy on {}: {e}", object.display()))
         })?;
     if !out.status.success() {
-        return Err(CompileError::Farm {
-            problem: format!(
-                "objcopy --localize-symbol=__hip_cuid_ {}: {}",
-                object.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        });
+        return Err(FarmError::Problem(format!(
+            "objcopy --localize-symbol=__hip_cuid_ {}: {}",
+            object.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
     }
     Ok(())
 }

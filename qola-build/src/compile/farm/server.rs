@@ -1,4 +1,5 @@
-//! The sccache servers qola starts for a farm build, and what they answer.
+//! The sccache server of a build that runs sccache (as its launcher, or on a compile farm), and
+//! what it answers.
 //!
 //! An sccache client starts a server on its port when none listens there, daemonized, and that
 //! server keeps the environment and config of the client that started it until it exits (after
@@ -15,8 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::compile::farm::status::{self, DistStats, SchedulerStatus};
-
 /// An sccache server of qola's own, running: its environment names its config and port.
 #[derive(Debug)]
 pub(crate) struct Server {
@@ -30,21 +29,23 @@ pub(crate) struct Server {
 const STARTUP_LIMIT: Duration = Duration::from_secs(60);
 
 impl Server {
-    /// Starts a server for `config` (and the variables of `extra`) on a free local port, and
-    /// waits until it listens. `Err`: why not (the build then compiles locally).
+    /// Starts a server with `config` (`None`: sccache's own choice, `SCCACHE_CONF` or the
+    /// user's file) and the variables of `extra` on a free local port, and waits until it
+    /// listens. `Err`: why not.
     pub(crate) fn start(
         sccache: &Path,
-        config: &Path,
+        config: Option<&Path>,
         extra: &[(String, String)],
     ) -> std::result::Result<Server, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("no free local port for qola's sccache server: {e}"))?
             .port();
-        let mut env = vec![
-            ("SCCACHE_CONF".to_string(), config.display().to_string()),
-            ("SCCACHE_SERVER_PORT".to_string(), port.to_string()),
-        ];
+        let mut env = Vec::new();
+        if let Some(config) = config {
+            env.push(("SCCACHE_CONF".to_string(), config.display().to_string()));
+        }
+        env.push(("SCCACHE_SERVER_PORT".to_string(), port.to_string()));
         env.extend(extra.iter().cloned());
         let mut command = Command::new(sccache);
         command
@@ -95,39 +96,18 @@ impl Server {
         &self.env
     }
 
-    fn command(&self) -> Command {
+    /// An sccache client of this server (`sccache` with the server's environment).
+    pub(crate) fn client(&self) -> Command {
         let mut command = Command::new(&self.sccache);
         command.envs(self.env.iter().map(|(k, v)| (k, v)));
         command
-    }
-
-    /// `sccache --dist-status`: the scheduler's answer, or why there is none.
-    pub(crate) fn ask(&self) -> std::result::Result<SchedulerStatus, String> {
-        let out = self
-            .command()
-            .arg("--dist-status")
-            .stderr(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", self.sccache.display()))?;
-        status::parse_status(&String::from_utf8_lossy(&out.stdout))
-    }
-
-    /// Its statistics (`--show-stats`).
-    pub(crate) fn stats(&self) -> Option<DistStats> {
-        let out = self
-            .command()
-            .args(["--show-stats", "--stats-format=json"])
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        DistStats::parse(&String::from_utf8_lossy(&out.stdout))
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         let stopped = self
-            .command()
+            .client()
             .arg("--stop-server")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -159,27 +139,3 @@ fn end_with_this_thread(command: &mut Command) {
 
 #[cfg(not(target_os = "linux"))]
 fn end_with_this_thread(_: &mut Command) {}
-
-/// The compiler's exit status of a compile that failed on a build server, and its message.
-/// sccache 0.16 hands a server's exit code back as a raw wait status, so a compiler that exited
-/// with 1 reads as "sccache: Compiler killed by signal 1" and the client exits 254 (measured with
-/// clang on a loopback farm; the line is on sccache's standard output, the rest on standard
-/// error); the number it names is the compiler's code. That line is dropped from the message,
-/// which keeps sccache's "Job failed on server …" and the compiler's words.
-pub(crate) fn compiler_status(code: Option<i32>, stderr: &str) -> (Option<i32>, String) {
-    const FAILED_ON_SERVER: &str = "sccache: Job failed on server";
-    const KILLED: &str = "sccache: Compiler killed by signal ";
-    let named = stderr
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(KILLED)?.trim().parse::<i32>().ok());
-    match named {
-        Some(status) if stderr.contains(FAILED_ON_SERVER) => {
-            let kept: Vec<&str> = stderr
-                .lines()
-                .filter(|l| !l.trim().starts_with(KILLED))
-                .collect();
-            (Some(status), kept.join("\n"))
-        }
-        _ => (code, stderr.to_string()),
-    }
-}

@@ -2,6 +2,9 @@
 //! (`--show-stats --stats-format=json`).
 
 use std::collections::BTreeMap;
+use std::process::Stdio;
+
+use crate::compile::farm::server::Server;
 
 /// The scheduler's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +36,17 @@ pub(crate) fn parse_status(text: &str) -> Result<SchedulerStatus, String> {
         }),
         _ => Err(format!("sccache --dist-status said: {}", text.trim())),
     }
+}
+
+/// `sccache --dist-status` through `server`: the scheduler's answer, or why there is none.
+pub(crate) fn ask(server: &Server) -> Result<SchedulerStatus, String> {
+    let out = server
+        .client()
+        .arg("--dist-status")
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run sccache: {e}"))?;
+    parse_status(&String::from_utf8_lossy(&out.stdout))
 }
 
 /// sccache's counters: its cache's answers, and distributed and local compiles.
@@ -67,6 +81,17 @@ impl DistStats {
                 .collect(),
             dist_errors: stats.get("dist_errors")?.as_u64()?,
         })
+    }
+
+    /// Reads them from `server` (`--show-stats`).
+    pub(crate) fn read(server: &Server) -> Option<DistStats> {
+        let out = server
+            .client()
+            .args(["--show-stats", "--stats-format=json"])
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        DistStats::parse(&String::from_utf8_lossy(&out.stdout))
     }
 
     /// What happened between `self` and `later`.

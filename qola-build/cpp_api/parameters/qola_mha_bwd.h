@@ -1,4 +1,5 @@
-// qola's C++ API over AITER: attention backward (library <ns>_libmha_bwd.so).
+// qola's C++ API over AITER: attention backward (library <ns>_libmha_bwd.so), for an AITER whose
+// aiter::mha_bwd takes its options as parameters (AITER 05a0d1f, qola's pin).
 //
 // QOLA_NS(mha_bwd) takes exactly what aiter::mha_bwd takes at the AITER commit the library was
 // built from (see csrc/include/mha_bwd.h of the prepared tree) and returns what it returns.

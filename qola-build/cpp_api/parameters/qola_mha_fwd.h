@@ -1,4 +1,6 @@
-// qola's C++ API over AITER: attention forward (library <ns>_libmha_fwd.so).
+// qola's C++ API over AITER: attention forward (library <ns>_libmha_fwd.so), for an AITER whose
+// aiter::mha_fwd takes its options as parameters (AITER 05a0d1f, qola's pin; qola reads which
+// API the tree has from its csrc/include/mha_fwd.h).
 //
 // QOLA_NS(mha_fwd) takes exactly what aiter::mha_fwd takes at the AITER commit the library was
 // built from (see csrc/include/mha_fwd.h of the prepared tree) and returns what it returns: the

@@ -411,6 +411,87 @@ fn a_te_shaped_cmake_project_configures_builds_links_and_runs_and_a_second_round
     );
 }
 
+/// A consumer written against QoLA's CMake module as QoLA documents it
+/// (`examples/cmake-qola-functions`), with qola's module (`python/qola/cmake/QoLA.cmake`): real
+/// CMake configures (`qola_add_modules`), builds and links a program against the group's
+/// library; a second configure and build write nothing and relink nothing; the two-phase form
+/// (`qola_checkout_aiter` on the prepared tree, then `qola_build_modules`) gives the same.
+#[test]
+fn qola_s_cmake_functions_configure_build_and_link_and_a_second_configure_does_nothing() {
+    let Some((real, hipcc, tmp, build)) = start("cmake-functions") else {
+        return;
+    };
+    let Some(cmake) = qola_tests::tool("cmake", "cmake") else {
+        return;
+    };
+    let te = manifest(tmp.path(), &real, "te", "");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let source = root.join("examples/cmake-qola-functions");
+    let cmake_run = |args: &[&std::ffi::OsStr]| {
+        let mut command = Command::new(&cmake);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("QOLA_") || name == "GPU_ARCHS" {
+                command.env_remove(name);
+            }
+        }
+        qola_tests::run_ok(
+            command
+                .args(args)
+                .env("QOLA_EXECUTABLE", QOLA)
+                .env("HIPCC", &hipcc)
+                .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+                .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER),
+        )
+    };
+    let configure = |dir: &Path, two_phase: bool| {
+        cmake_run(&[
+            "-S".as_ref(),
+            source.as_os_str(),
+            "-B".as_ref(),
+            dir.as_os_str(),
+            format!("-DQOLA_DIR={}", root.join("python/qola").display()).as_ref(),
+            format!("-DQOLA_MANIFEST={}", te.display()).as_ref(),
+            format!(
+                "-DQOLA_AITER_ROOT={}",
+                fixtures_dir().join("aiter-narrow").display()
+            )
+            .as_ref(),
+            format!("-DQOLA_TWO_PHASE={}", if two_phase { "ON" } else { "OFF" }).as_ref(),
+            format!("-DCMAKE_CXX_COMPILER={}", hipcc.display()).as_ref(),
+            "-DCMAKE_DEPENDS_USE_COMPILER=OFF".as_ref(),
+        ])
+    };
+    let build_it = |dir: &Path| cmake_run(&["--build".as_ref(), dir.as_os_str()]);
+
+    let one = build.join("add-modules");
+    let said = configure(&one, false);
+    assert!(said.contains("te_libmha_fwd.so"), "{said}");
+    build_it(&one);
+    let program = one.join("call_mha_fwd");
+    assert!(program.is_file());
+
+    let before = mtimes(&one.join("qola"));
+    let program_before = std::fs::metadata(&program).unwrap().modified().unwrap();
+    tick();
+    configure(&one, false);
+    let again = build_it(&one);
+    assert_nothing_written(&before, &one.join("qola"));
+    assert_eq!(
+        std::fs::metadata(&program).unwrap().modified().unwrap(),
+        program_before,
+        "nothing relinked: {again}"
+    );
+
+    let two = build.join("two-phase");
+    let said = configure(&two, true);
+    assert!(
+        said.contains("up-to-date"),
+        "the prepared tree is taken as it is: {said}"
+    );
+    build_it(&two);
+    assert!(two.join("call_mha_fwd").is_file());
+}
+
 #[test]
 fn groups_select_modules_and_a_prebuilt_group_is_taken_as_it_is() {
     let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {

@@ -1,0 +1,244 @@
+//! TransformerEngine switches from QoLA with `pip install`: qola's wheel (maturin, the `qola`
+//! binary plus the `qola` Python package) built here, installed in a fresh venv, and run the way
+//! TE runs QoLA: `python -m qola.cli checkout ...`, then `python -m qola.cli build --manifest
+//! ... --aiter-root ... --output-dir ... --arch ... --skip-checkout`, from TE's QoLA submodule
+//! directory, which is empty (the submodule dropped) and first on `PYTHONPATH`, as TE's CMake
+//! sets it. No QoLA is anywhere on the path; the narrow AITER forward with the sid toolchain.
+
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
+
+const QOLA: &str = env!("CARGO_BIN_EXE_qola");
+
+/// Builds the wheel (dev profile; its own target directory in the fixtures, kept between runs)
+/// into `dir`, and returns its path.
+fn build_wheel(maturin: &Path, dir: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    qola_tests::run_ok(
+        Command::new(maturin)
+            .args(["build", "--profile", "dev", "--quiet", "-o"])
+            .arg(dir)
+            .current_dir(&root)
+            .env("CARGO_TARGET_DIR", fixtures_dir().join("wheel-target")),
+    );
+    let wheels: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    assert_eq!(wheels.len(), 1, "{wheels:?}");
+    wheels[0].clone()
+}
+
+/// A fresh venv with the wheel installed (nothing from an index), and its Python.
+fn venv_with(wheel: &Path, dir: &Path) -> PathBuf {
+    qola_tests::run_ok(Command::new("python3").args(["-m", "venv"]).arg(dir));
+    let python = dir.join("bin/python");
+    qola_tests::run_ok(
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--no-index", "--no-deps"])
+            .arg(wheel),
+    );
+    python
+}
+
+/// `python -m qola.cli <args>` as TE runs it: from TE's (empty) QoLA submodule directory, that
+/// directory first on PYTHONPATH, none of the caller's QOLA_* variables.
+fn te_runs(python: &Path, submodule: &Path, args: &[&std::ffi::OsStr]) -> Command {
+    let mut command = Command::new(python);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("QOLA_") || name == "GPU_ARCHS" {
+            command.env_remove(name);
+        }
+    }
+    command
+        .args(["-m", "qola.cli"])
+        .args(args)
+        .current_dir(submodule)
+        .env("PYTHONPATH", submodule);
+    command
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn te_builds_with_python_m_qola_cli_from_the_wheel_with_no_qola_on_its_path() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let Some(maturin) = qola_tests::tool("maturin", "python3 -m pip install maturin") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let wheel = build_wheel(&maturin, &tmp.path().join("wheels"));
+    let listed = qola_tests::run_ok(
+        Command::new("python3")
+            .args(["-m", "zipfile", "-l"])
+            .arg(&wheel),
+    );
+    for file in [
+        "qola/cli.py",
+        "qola/__main__.py",
+        "qola/cmake/QoLA.cmake",
+        ".data/scripts/qola",
+    ] {
+        assert!(listed.contains(file), "the wheel holds {file}: {listed}");
+    }
+    let python = venv_with(&wheel, &tmp.path().join("venv"));
+    let submodule = tmp.path().join("TransformerEngine/3rdparty/qola");
+    std::fs::create_dir_all(&submodule).unwrap();
+
+    // The qola package is the wheel's (the empty submodule holds none).
+    let imported = qola_tests::run_ok(
+        Command::new(&python)
+            .args(["-c", "import qola; print(qola.__file__)"])
+            .current_dir(&submodule)
+            .env("PYTHONPATH", &submodule),
+    );
+    assert!(
+        imported
+            .trim()
+            .starts_with(&tmp.path().join("venv").display().to_string()),
+        "{imported}"
+    );
+
+    // Same arguments, output and exit status as the binary: a version, a usage error.
+    for args in [&["--version"][..], &["build"][..]] {
+        let via_python = te_runs(
+            &python,
+            &submodule,
+            &args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
+        )
+        .output()
+        .unwrap();
+        let direct = Command::new(QOLA).args(args).output().unwrap();
+        assert_eq!(via_python.status.code(), direct.status.code(), "{args:?}");
+        assert_eq!(via_python.stdout, direct.stdout, "{args:?}");
+        assert_eq!(via_python.stderr, direct.stderr, "{args:?}");
+    }
+
+    // TE's gemm backend: checkout, then build --skip-checkout, with TE's flags.
+    let manifest = tmp.path().join("te.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\nnamespace = \"te\"\n\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"mha\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n",
+            real.commit,
+            real.upstream.display()
+        ),
+    )
+    .unwrap();
+    let aiter = fixtures_dir().join("aiter-narrow");
+    let out = tmp.path().join("qola-out");
+    let with_toolchain = |mut command: Command| {
+        command
+            .env("HIPCC", &hipcc)
+            .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+            .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
+        command
+    };
+    let checkout = with_toolchain(te_runs(
+        &python,
+        &submodule,
+        &[
+            "checkout".as_ref(),
+            "--manifest".as_ref(),
+            manifest.as_os_str(),
+            "--aiter-root".as_ref(),
+            aiter.as_os_str(),
+        ],
+    ))
+    .output()
+    .unwrap();
+    assert!(checkout.status.success(), "{}", text(&checkout));
+    let build = with_toolchain(te_runs(
+        &python,
+        &submodule,
+        &[
+            "build".as_ref(),
+            "--manifest".as_ref(),
+            manifest.as_os_str(),
+            "--aiter-root".as_ref(),
+            aiter.as_os_str(),
+            "--output-dir".as_ref(),
+            out.as_os_str(),
+            "--arch".as_ref(),
+            "gfx942".as_ref(),
+            "--skip-checkout".as_ref(),
+        ],
+    ))
+    .output()
+    .unwrap();
+    assert!(build.status.success(), "{}", text(&build));
+    assert!(out.join("lib/te_libmha_fwd.so").is_file());
+    assert!(out.join("include/qola_config.h").is_file());
+    assert!(out.join("manifest.json").is_file());
+
+    // TE's `--arch "gfx942;gfx950"`: one argument, both architectures (a plan: nothing compiles).
+    let plan = with_toolchain(te_runs(
+        &python,
+        &submodule,
+        &[
+            "plan".as_ref(),
+            "--json".as_ref(),
+            "--manifest".as_ref(),
+            manifest.as_os_str(),
+            "--aiter-root".as_ref(),
+            aiter.as_os_str(),
+            "--output-dir".as_ref(),
+            tmp.path().join("plan-out").as_os_str(),
+            "--arch".as_ref(),
+            "gfx942;gfx950".as_ref(),
+            "--skip-checkout".as_ref(),
+        ],
+    ))
+    .output()
+    .unwrap();
+    let said = text(&plan);
+    assert!(plan.status.success(), "{said}");
+    assert!(
+        said.contains("--offload-arch=gfx942") && said.contains("--offload-arch=gfx950"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_refusal_through_python_m_qola_cli_exits_two_as_the_binary_does() {
+    let Some(maturin) = qola_tests::tool("maturin", "python3 -m pip install maturin") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let wheel = build_wheel(&maturin, &tmp.path().join("wheels"));
+    let python = venv_with(&wheel, &tmp.path().join("venv"));
+    let demo = qola_tests::Demo::create(&tmp.path().join("upstream"));
+    let root = tmp.path().join("aiter");
+    let prepare = || {
+        let mut command = Command::new(&python);
+        command
+            .args(["-m", "qola.cli", "prepare", "--json", "--root"])
+            .arg(&root)
+            .arg("--url")
+            .arg(&demo.aiter)
+            .args(["--commit", &demo.commit, "--patches"])
+            .arg(&demo.patches)
+            .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            .env_remove("QOLA_FORCE_PREPARE")
+            .env_remove("QOLA_SKIP_PREPARE");
+        command.output().unwrap()
+    };
+    assert_eq!(prepare().status.code(), Some(0));
+    std::fs::write(root.join("README.md"), "an edit\n").unwrap();
+    let refused = prepare();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(String::from_utf8_lossy(&refused.stdout).contains("\"refused\""));
+}

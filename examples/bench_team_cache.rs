@@ -11,8 +11,8 @@
 //! cargo run --release -p qola-examples --example bench_team_cache
 //! ```
 //!
-//! ccache settings as the README documents them for teams: `base_dir` above both machines'
-//! directories, `hash_dir` off, `compiler_check = %compiler% --version`, Redis as
+//! ccache settings of the recorded run (BENCHMARKS.md; qola now sets `base_dir` and `hash_dir`
+//! itself, docs/team-builds.md): `base_dir` above both machines' directories, `hash_dir` off, `compiler_check = %compiler% --version`, Redis as
 //! `remote_storage`. Works in `target/qola-fixtures/bench-team` (the checkouts are kept).
 
 mod common;

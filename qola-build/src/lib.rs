@@ -94,6 +94,12 @@
 //! | `CK_DIR` | [`aiter`]: composable_kernel's location in AITER's recipes (default: the tree's `3rdparty/composable_kernel`) |
 //! | `QOLA_AITER_KEEP_INLINE_ALL=1` | [`aiter`]: keep AITER's `-amdgpu-function-calls=false` with upstream clang ≥ 20 (minutes per instance instead of seconds) |
 //! | any name in a recipe's `os.environ.get(NAME, default)` | [`aiter`]: that recipe value, as AITER reads it |
+//! | `QOLA_CK_FILTER`, `QOLA_CK_FILTER_<MODULE>` | [`aiter`] and `qola build`: CK's `--filter` for every module, or for one (`QOLA_CK_FILTER_LIBMHA_BWD`, in CK's `a@b@c` form): narrow builds, over the manifest's variants |
+//! | `CCACHE_BASEDIR`, `CCACHE_HASHDIR`, `CCACHE_NOHASHDIR`, `SCCACHE_BASEDIRS` | [`HipBuild`] with ccache or sccache: left as the user set them; unset, qola sets them so that launchers hash paths by name |
+//! | `QOLA_TEST_KILL_AT`, `QOLA_TEST_FAIL_AFTER_WRITES` | with the `test-hooks` feature only (qola's own tests): kill a preparation at a named step, fail it after its n-th write |
+//!
+//! Switches accept `1/true/yes/on` and `0/false/no/off`; anything else is an error. `qola`'s
+//! Python face and CMake module also read `QOLA_EXECUTABLE` (the binary to run).
 //!
 //! # Where things live
 //!

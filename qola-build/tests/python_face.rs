@@ -14,8 +14,23 @@ use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
 
 const QOLA: &str = env!("CARGO_BIN_EXE_qola");
 
-/// Builds the wheel (dev profile; its own target directory in the fixtures, kept between runs)
-/// into `dir`, and returns its path.
+/// The wheel, built once for this file's tests (dev profile; its own target directory in the
+/// fixtures, kept between runs). `None` (the test skips) without maturin, outside CI.
+fn wheel() -> Option<&'static Path> {
+    static WHEEL: std::sync::OnceLock<Option<(tempfile::TempDir, PathBuf)>> =
+        std::sync::OnceLock::new();
+    WHEEL
+        .get_or_init(|| {
+            let maturin = qola_tests::tool("maturin", "python3 -m pip install maturin")?;
+            let dir = tempfile::tempdir().unwrap();
+            let wheel = build_wheel(&maturin, dir.path());
+            Some((dir, wheel))
+        })
+        .as_ref()
+        .map(|(_, wheel)| wheel.as_path())
+}
+
+/// Builds the wheel into `dir` and returns its path.
 fn build_wheel(maturin: &Path, dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     qola_tests::run_ok(
@@ -76,15 +91,14 @@ fn te_builds_with_python_m_qola_cli_from_the_wheel_with_no_qola_on_its_path() {
     let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
         return;
     };
-    let Some(maturin) = qola_tests::tool("maturin", "python3 -m pip install maturin") else {
+    let Some(wheel) = wheel() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let wheel = build_wheel(&maturin, &tmp.path().join("wheels"));
     let listed = qola_tests::run_ok(
         Command::new("python3")
             .args(["-m", "zipfile", "-l"])
-            .arg(&wheel),
+            .arg(wheel),
     );
     for file in [
         "qola/cli.py",
@@ -94,7 +108,7 @@ fn te_builds_with_python_m_qola_cli_from_the_wheel_with_no_qola_on_its_path() {
     ] {
         assert!(listed.contains(file), "the wheel holds {file}: {listed}");
     }
-    let python = venv_with(&wheel, &tmp.path().join("venv"));
+    let python = venv_with(wheel, &tmp.path().join("venv"));
     let submodule = tmp.path().join("TransformerEngine/3rdparty/qola");
     std::fs::create_dir_all(&submodule).unwrap();
 
@@ -214,12 +228,11 @@ fn te_builds_with_python_m_qola_cli_from_the_wheel_with_no_qola_on_its_path() {
 
 #[test]
 fn a_refusal_through_python_m_qola_cli_exits_two_as_the_binary_does() {
-    let Some(maturin) = qola_tests::tool("maturin", "python3 -m pip install maturin") else {
+    let Some(wheel) = wheel() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let wheel = build_wheel(&maturin, &tmp.path().join("wheels"));
-    let python = venv_with(&wheel, &tmp.path().join("venv"));
+    let python = venv_with(wheel, &tmp.path().join("venv"));
     let demo = qola_tests::Demo::create(&tmp.path().join("upstream"));
     let root = tmp.path().join("aiter");
     let prepare = || {

@@ -2,7 +2,7 @@
 //! as its remote storage, and two "machines": two copies at different paths, each with its own
 //! empty local ccache and its own qola cache. Everything B compiles must come from Redis.
 //!
-//! The ccache settings are the ones the README documents for teams: only the remote storage, and
+//! The ccache settings are the ones docs/team-builds.md gives teams: only the remote storage, and
 //! for the sid toolchain wrapper `compiler_check = %compiler% --version`. No `base_dir`, no
 //! `hash_dir`: qola compiles every path under its roots by name from its links' directory and
 //! sets those two for ccache itself.

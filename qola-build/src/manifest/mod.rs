@@ -23,7 +23,8 @@
 //! md_name = "libmha_fwd"
 //! flags_extra_hip = ["'-DFOO=1'"]  # any optCompilerConfig field, an expression as there
 //!
-//! [[mha_fwd_variants]]           # narrows CK's forward instances ([[mha_variants]]: the same)
+//! [[mha_fwd_variants]]           # narrows CK's forward instances ([[mha_variants]]: QoLA's older
+//!                                # name); an absent option: every value, a list: those values
 //! dtype = ["bf16", "fp16"]
 //! has_lse = true
 //!

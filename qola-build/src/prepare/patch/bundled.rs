@@ -1,6 +1,6 @@
 //! qola's own patch series for AITER (`patches/aiter` of this package), compiled into qola: what
 //! a manifest without `patches_dir` gets, as QoLA falls back to the series it ships. Each patch
-//! says what it does and why in its header; the README lists them.
+//! says what it does and why in its header; docs/preparation.md lists them.
 
 use std::path::PathBuf;
 

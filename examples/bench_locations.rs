@@ -27,19 +27,6 @@ use std::process::Command;
 
 use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
 
-/// A crate depending on the qola-sys of `workspace`.
-fn dependent(dir: &Path, workspace: &Path) {
-    qola_tests::write(
-        dir,
-        "Cargo.toml",
-        format!(
-            "[package]\nname = \"located\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\nqola-sys = {{ path = \"{}\" }}\n",
-            workspace.join("qola-sys").display()
-        ),
-    );
-    qola_tests::write(dir, "src/lib.rs", "//! Built by qola's benchmark.\n");
-}
-
 /// The summary line of the newest qola log in `build` (either log name).
 fn newest_summary(build: &Path) -> String {
     let mut logs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(build)
@@ -89,11 +76,11 @@ fn scenarios(workspace: &Path, work: &Path, env: &[(&str, PathBuf)]) -> Vec<(usi
         fixtures_dir().join("bench-locations-target-2"),
     );
     let here = work.join("here");
-    dependent(&here, workspace);
+    qola_tests::qola_sys_dependent(&here, workspace);
     let clone = work.join("elsewhere/workspace");
     qola_tests::copy_tracked(workspace, &clone);
     let there = work.join("elsewhere/dependent");
-    dependent(&there, &clone);
+    qola_tests::qola_sys_dependent(&there, &clone);
     let cache = work.join("qola-cache");
     let mut out = Vec::new();
     for (dir, target, release) in [

@@ -45,6 +45,26 @@ fn run(s: &Setup, verb: &str, extra: &[&str]) -> Output {
     explicit(s, verb, extra).output().expect("run qola")
 }
 
+/// `te.toml` for the demo upstream pinning `commit`, with the demo's series when `patches`
+/// (else none: qola's own), then `extra`.
+fn demo_manifest(s: &Setup, commit: &str, patches: bool, extra: &str) -> std::path::PathBuf {
+    let path = s.tmp.path().join("te.toml");
+    let series = if patches {
+        format!("patches_dir = \"{}\"\n", s.demo.patches.display())
+    } else {
+        String::new()
+    };
+    std::fs::write(
+        &path,
+        format!(
+            "[qola]\naiter_commit = \"{commit}\"\naiter_url = \"{}\"\n{series}{extra}",
+            s.demo.aiter.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
 fn json(output: &Output) -> serde_json::Value {
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(text.lines().count(), 1, "one JSON object on stdout: {text}");
@@ -359,17 +379,7 @@ fn cmake_configures_with_qola_and_reconfigures_when_a_patch_changes() {
 #[test]
 fn checkout_takes_qolas_flags_and_is_prepare() {
     let s = setup();
-    let manifest = s.tmp.path().join("te.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"{}\"\nnamespace = \"te\"\n",
-            s.demo.commit,
-            s.demo.aiter.display(),
-            s.demo.patches.display()
-        ),
-    )
-    .unwrap();
+    let manifest = demo_manifest(&s, &s.demo.commit, true, "namespace = \"te\"\n");
     let checkout = |extra: &[&str]| {
         qola(&s, &["checkout", "--json", "-m"])
             .arg(&manifest)
@@ -408,17 +418,12 @@ fn checkout_takes_qolas_flags_and_is_prepare() {
 #[test]
 fn checkout_group_is_checked_against_the_manifest_and_selects_nothing() {
     let s = setup();
-    let manifest = s.tmp.path().join("te.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"{}\"\n\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"ck_fused_attn\"\n",
-            s.demo.commit,
-            s.demo.aiter.display(),
-            s.demo.patches.display()
-        ),
-    )
-    .unwrap();
+    let manifest = demo_manifest(
+        &s,
+        &s.demo.commit,
+        true,
+        "\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"ck_fused_attn\"\n",
+    );
     // QoLA.cmake's checkout helper: `checkout --manifest M --aiter-root R --group G`.
     let checkout = |group: &str| {
         qola(&s, &["checkout", "--manifest"])
@@ -507,16 +512,7 @@ fn cache_says_what_it_holds_and_clears_it() {
 /// A TransformerEngine-style manifest: no `patches_dir` (so qola's own series), the demo's
 /// upstream, `commit` pinned.
 fn manifest_without_patches(s: &Setup, commit: &str) -> std::path::PathBuf {
-    let path = s.tmp.path().join("te.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[qola]\naiter_commit = \"{commit}\"\naiter_url = \"{}\"\nnamespace = \"te\"\n",
-            s.demo.aiter.display()
-        ),
-    )
-    .unwrap();
-    path
+    demo_manifest(s, commit, false, "namespace = \"te\"\n")
 }
 
 /// The refusal names the manifest, both commits and what to set.

@@ -53,12 +53,7 @@ fn cargo(dir: &Path, verb: &str, env: &[(&str, &Path)]) -> Output {
         .env("CARGO_TARGET_DIR", fixtures_dir().join("downstream-target"))
         .env("CARGO_LOG", "cargo::core::compiler::fingerprint=info")
         .env("CARGO_TERM_COLOR", "never");
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy().into_owned();
-        if name.starts_with("QOLA_") || name == "CARGO_NET_OFFLINE" {
-            command.env_remove(name);
-        }
-    }
+    qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
     for (name, value) in env {
         command.env(name, value);
     }

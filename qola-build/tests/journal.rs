@@ -214,23 +214,6 @@ fn assert_killed(out: &std::process::Output, step: &str) {
     );
 }
 
-/// Asserts `out` finished an interrupted preparation and took nothing for a local edit.
-fn assert_finished(out: &std::process::Output, step: &str) -> serde_json::Value {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{step}: {stderr}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let text = v.to_string();
-    assert!(
-        text.contains("finished an interrupted prepare"),
-        "{step}: {v}"
-    );
-    for wrong in ["local edits", "lost their patches", "half-written"] {
-        assert!(!text.contains(wrong), "{step}: {wrong}: {v}");
-    }
-    assert_eq!(v["edited_paths"], serde_json::json!([]), "{step}: {v}");
-    v
-}
-
 #[test]
 fn a_first_clone_killed_at_any_step_is_finished_by_the_next_prepare() {
     for step in [

@@ -26,19 +26,6 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// A crate depending on the qola-sys of the workspace at `workspace`.
-fn dependent(dir: &Path, workspace: &Path) {
-    qola_tests::write(
-        dir,
-        "Cargo.toml",
-        format!(
-            "[package]\nname = \"located\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\nqola-sys = {{ path = \"{}\" }}\n",
-            workspace.join("qola-sys").display()
-        ),
-    );
-    qola_tests::write(dir, "src/lib.rs", "//! Built by qola's tests.\n");
-}
-
 /// `cargo build` of `dir` into `target` (`release`: the release profile) with `env`.
 fn cargo(dir: &Path, target: &Path, release: bool, env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO"));
@@ -48,12 +35,7 @@ fn cargo(dir: &Path, target: &Path, release: bool, env: &[(&str, &Path)]) -> Out
         .args(release.then_some("--release"))
         .env("CARGO_TARGET_DIR", target)
         .env("CARGO_TERM_COLOR", "never");
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy().into_owned();
-        if name.starts_with("QOLA_") || name == "CARGO_NET_OFFLINE" {
-            command.env_remove(name);
-        }
-    }
+    qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
     for (name, value) in env {
         command.env(name, value);
     }
@@ -104,11 +86,11 @@ fn build_everywhere(
         fixtures_dir().join("locations-target-2"),
     );
     let here = tmp.path().join("here");
-    dependent(&here, &workspace());
+    qola_tests::qola_sys_dependent(&here, &workspace());
     let clone = tmp.path().join("elsewhere/workspace");
     qola_tests::copy_tracked(&workspace(), &clone);
     let there = tmp.path().join("elsewhere/dependent");
-    dependent(&there, &clone);
+    qola_tests::qola_sys_dependent(&there, &clone);
     let new_cache = tmp.path().join("qola-cache");
     let mut env = env.to_vec();
     env.push(("QOLA_CACHE_DIR", cache.unwrap_or(&new_cache)));

@@ -65,11 +65,7 @@ fn venv_with(wheel: &Path, dir: &Path) -> PathBuf {
 /// directory first on PYTHONPATH, none of the caller's QOLA_* variables.
 fn te_runs(python: &Path, submodule: &Path, args: &[&std::ffi::OsStr]) -> Command {
     let mut command = Command::new(python);
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("QOLA_") || name == "GPU_ARCHS" {
-            command.env_remove(name);
-        }
-    }
+    qola_tests::without_caller_env(&mut command, &[], &["GPU_ARCHS"]);
     command
         .args(["-m", "qola.cli"])
         .args(args)

@@ -35,12 +35,7 @@ fn manifest(dir: &Path, real: &qola_tests::RealAiter, namespace: &str, extra: &s
 fn qola(verb: &str, hipcc: &Path, manifest: &Path, out: &Path) -> Command {
     let fixtures = fixtures_dir();
     let mut command = Command::new(QOLA);
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("QOLA_") || name == "GPU_ARCHS" {
-            command.env_remove(name);
-        }
-    }
-    command
+    qola_tests::without_caller_env(&mut command, &[], &["GPU_ARCHS"])
         .arg(verb)
         .arg("-m")
         .arg(manifest)
@@ -323,6 +318,17 @@ fn a_manifest_with_many_mistakes_gets_every_one_in_one_run() {
     assert!(!tmp.path().join("out").exists(), "nothing is written");
 }
 
+/// `cmake` for a consumer's configure or build: the sid toolchain, qola's cache in the fixtures,
+/// the narrow forward, none of the caller's QOLA_* variables.
+fn cmake_command(cmake: &Path, hipcc: &Path) -> Command {
+    let mut command = Command::new(cmake);
+    qola_tests::without_caller_env(&mut command, &[], &["GPU_ARCHS"])
+        .env("HIPCC", hipcc)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+        .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
+    command
+}
+
 /// A consumer shaped like TransformerEngine's ck_fused_attn (`examples/cmake-te`): real CMake
 /// configures by running `qola build`, checks `qola_config.h`, compiles a program with the sid
 /// toolchain that links `-l:te_libmha_fwd.so` and calls `QOLA_NS(mha_fwd)`, which answers with
@@ -338,21 +344,8 @@ fn a_te_shaped_cmake_project_configures_builds_links_and_runs_and_a_second_round
     };
     let te = manifest(tmp.path(), &real, "te", "");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cmake-te");
-    let cmake_run = |args: &[&std::ffi::OsStr]| {
-        let mut command = Command::new(&cmake);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("QOLA_") || name == "GPU_ARCHS" {
-                command.env_remove(name);
-            }
-        }
-        qola_tests::run_ok(
-            command
-                .args(args)
-                .env("HIPCC", &hipcc)
-                .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
-                .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER),
-        )
-    };
+    let cmake_run =
+        |args: &[&std::ffi::OsStr]| qola_tests::run_ok(cmake_command(&cmake, &hipcc).args(args));
     // The first configure sets the cache; a later one (as CMake reruns it) only re-runs.
     let reconfigure = || {
         cmake_run(&[
@@ -428,19 +421,10 @@ fn qola_s_cmake_functions_configure_build_and_link_and_a_second_configure_does_n
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let source = root.join("examples/cmake-qola-functions");
     let cmake_run = |args: &[&std::ffi::OsStr]| {
-        let mut command = Command::new(&cmake);
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("QOLA_") || name == "GPU_ARCHS" {
-                command.env_remove(name);
-            }
-        }
         qola_tests::run_ok(
-            command
+            cmake_command(&cmake, &hipcc)
                 .args(args)
-                .env("QOLA_EXECUTABLE", QOLA)
-                .env("HIPCC", &hipcc)
-                .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
-                .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER),
+                .env("QOLA_EXECUTABLE", QOLA),
         )
     };
     let configure = |dir: &Path, two_phase: bool| {

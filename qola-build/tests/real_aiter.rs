@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{assert_nothing_written, changed, git, mtimes};
+use common::{assert_finished, assert_nothing_written, changed, git, mtimes};
 use qola_build::{Action, Prepare, ReasonKind};
 
 fn series() -> PathBuf {
@@ -190,19 +190,7 @@ fn a_prepare_killed_at_any_step_of_a_first_clone_or_a_bump_is_finished_by_the_ne
         c.output().unwrap()
     };
     let finished = |root: &Path, commit: &str, step: &str| {
-        let out = qola("prepare", root, commit, None);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{step}: {stderr}");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let text = v.to_string();
-        assert!(
-            text.contains("finished an interrupted prepare"),
-            "{step}: {v}"
-        );
-        for wrong in ["local edits", "lost their patches", "half-written"] {
-            assert!(!text.contains(wrong), "{step}: {wrong}: {v}");
-        }
-        assert_eq!(v["edited_paths"], serde_json::json!([]), "{step}: {v}");
+        assert_finished(&qola("prepare", root, commit, None), step);
         assert!(read(root, CK_ONLY).contains("receipt == 700"), "{step}");
         let status = qola("status", root, commit, None);
         let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();

@@ -37,12 +37,7 @@ fn ccache_env(machine: &Path, redis: &RedisServer) -> Vec<(String, String)> {
 
 /// `command` without inherited qola or ccache settings, with `env`.
 fn with_env(command: &mut Command, env: &[(String, String)]) {
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy().into_owned();
-        if name.starts_with("QOLA_") || name.starts_with("CCACHE_") {
-            command.env_remove(name);
-        }
-    }
+    qola_tests::without_caller_env(command, &["CCACHE_"], &[]);
     command.envs(env.iter().map(|(k, v)| (k, v)));
 }
 

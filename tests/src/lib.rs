@@ -223,3 +223,40 @@ pub fn fixtures_dir() -> PathBuf {
     // Canonical: paths that compilers and ccache see carry no `..`.
     std::fs::canonicalize(&dir).unwrap_or(dir)
 }
+
+/// `command` without the caller's variables whose names start with one of `prefixes` (`QOLA_`
+/// always) or equal one of `names`: a test's command sees only what the test sets.
+pub fn without_caller_env<'c>(
+    command: &'c mut Command,
+    prefixes: &[&str],
+    names: &[&str],
+) -> &'c mut Command {
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if name.starts_with("QOLA_")
+            || prefixes.iter().any(|p| name.starts_with(p))
+            || names.contains(&name.as_str())
+        {
+            command.env_remove(name);
+        }
+    }
+    command
+}
+
+/// A crate in `dir` depending on the qola-sys of the workspace at `workspace` (builds of a
+/// dependent from elsewhere: other profiles, target directories, paths).
+pub fn qola_sys_dependent(dir: &Path, workspace: &Path) {
+    write(
+        dir,
+        "Cargo.toml",
+        format!(
+            "[package]\nname = \"located\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\nqola-sys = {{ path = \"{}\" }}\n",
+            workspace.join("qola-sys").display()
+        ),
+    );
+    write(
+        dir,
+        "src/lib.rs",
+        "//! Built by qola's tests and benchmarks.\n",
+    );
+}

@@ -173,3 +173,21 @@ pub fn child(name: &str) -> std::process::Command {
         .env("QOLA_TEST_CHILD", "1");
     command
 }
+
+/// Asserts that `out` (`qola prepare --json`) finished an interrupted preparation and took
+/// nothing for a local edit; its report.
+pub fn assert_finished(out: &std::process::Output, step: &str) -> serde_json::Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{step}: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = v.to_string();
+    assert!(
+        text.contains("finished an interrupted prepare"),
+        "{step}: {v}"
+    );
+    for wrong in ["local edits", "lost their patches", "half-written"] {
+        assert!(!text.contains(wrong), "{step}: {wrong}: {v}");
+    }
+    assert_eq!(v["edited_paths"], serde_json::json!([]), "{step}: {v}");
+    v
+}

@@ -311,27 +311,18 @@ fn scan_what_status_hides(
         let flagged = entry.flags & ASSUME_VALID != 0 || entry.flags_extended & SKIP_WORKTREE != 0;
         let exec_only = !filemode && (entry.mode == MODE_FILE || entry.mode == MODE_EXEC);
         let full = crate::common::tree_path::on_disk(workdir, rel);
-        if weak_stat && !flagged && stat_differs(&full, &entry) {
-            let state = workdir_entry(&full)?;
-            let indexed = Some(Entry {
-                mode: entry.mode,
-                id: entry.id.to_string(),
-            });
-            if state != indexed {
-                out.paths.insert(path, state);
-            }
+        let weak_stat_hides = weak_stat && !flagged && stat_differs(&full, &entry);
+        if !weak_stat_hides && !flagged && !exec_only {
             continue;
         }
-        if !flagged && !exec_only {
-            continue;
-        }
-        if exec_only && !flagged {
+        if !weak_stat_hides && exec_only && !flagged {
             let exec = std::fs::symlink_metadata(&full)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
             if exec == (entry.mode == MODE_EXEC) {
                 continue;
             }
         }
+        // Read what is there: a path differs when its state is not the index entry's.
         let state = workdir_entry(&full)?;
         let indexed = Some(Entry {
             mode: entry.mode,

@@ -294,6 +294,12 @@ fn hip_compiles_run_on_a_loopback_farm() {
         "{}",
         down.summary()
     );
+    // sccache as a plain launcher ran a server of the build's own, stopped with it.
+    assert_eq!(
+        sccache_servers_of(tmp.path()),
+        Vec::<String>::new(),
+        "sccache servers left running after a local sccache build"
+    );
 }
 
 /// `qola build` of the narrow AITER forward (CK instances, dispatch files, the asm v3 API and

@@ -281,12 +281,9 @@ impl Resolved {
             .collect()
     }
 
-    /// Gets the launcher ready for compiles: asks the compile farm when the launcher is a
-    /// distributed one (see `farm`), and otherwise starts a plain `sccache` launcher's server
-    /// for this build (see `sccache_server`: with this build's basedirs, stopped when the build
-    /// ends; when it cannot start, sccache's clients start their own). Only builds with
-    /// something to compile do this: a no-op build runs nothing and writes nothing.
-    pub(crate) fn start_launcher(&mut self, env: &Env) -> Result<()> {
+    /// Asks the compile farm, when the launcher is a distributed one (see `farm`). Only builds
+    /// with something to compile ask: a no-op build runs nothing and writes nothing.
+    pub(crate) fn join_farm(&mut self, env: &Env) -> Result<()> {
         let (farm, command) = farm::prepare(
             env,
             &self.launcher,
@@ -301,6 +298,13 @@ impl Resolved {
         )?;
         self.farm = farm;
         self.farm_command = command;
+        Ok(())
+    }
+
+    /// Before compiling with a plain `sccache` launcher (no farm): starts its server for this
+    /// build (see `farm::server`: this build's basedirs, stopped when the build ends). When it
+    /// cannot start, sccache's clients start one of their own, as without qola.
+    pub(crate) fn start_sccache_server(&mut self) {
         if self.farm_command.is_none()
             && let [program] = &self.launcher[..]
             && Path::new(program)
@@ -311,7 +315,6 @@ impl Resolved {
             self.launcher_env = server.env().to_vec();
             self.sccache_server = Some(server);
         }
-        Ok(())
     }
 
     /// The full command compiling `source` to `object` with its depfile (all absolute), with

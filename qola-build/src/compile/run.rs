@@ -58,7 +58,7 @@ impl HipBuild {
             .iter()
             .any(|u| matches!(u.plan, UnitPlan::Compile { .. }))
         {
-            resolved.start_launcher(env)?;
+            resolved.join_farm(env)?;
             let up = matches!(resolved.farm, farm::Farm::Up { .. });
             for unit in &mut units {
                 unit.plan = plan::decide(
@@ -168,6 +168,12 @@ impl HipBuild {
         let out_dir = resolved.out_dir.clone();
         let mut objects = ObjectCache::open(resolved.cache.join(crate::cache::OBJECTS));
         let units = self.units(&mut resolved, &env, name, &mut objects)?;
+        if units
+            .iter()
+            .any(|u| matches!(u.plan, UnitPlan::Compile { .. }))
+        {
+            resolved.start_sccache_server();
+        }
         let mut reports = Vec::new();
         let mut jobs_to_run = Vec::new();
         let mut scratch = Vec::new();

@@ -1,5 +1,4 @@
-//! The sccache server of a build that runs sccache (as its launcher, or on a compile farm), and
-//! what it answers.
+//! The sccache server of a build that runs sccache (as its launcher, or on a compile farm).
 //!
 //! An sccache client starts a server on its port when none listens there, daemonized, and that
 //! server keeps the environment and config of the client that started it until it exits (after

@@ -8,7 +8,8 @@
 //! 3. another `CARGO_TARGET_DIR`;
 //! 4. the workspace copied to another path, built there.
 //!
-//! For each: the units qola compiled and the seconds qola's build took (its summary line).
+//! For each: the units qola compiled and the seconds qola's compiles took (the sum of the
+//! summary lines its build scripts printed, one per library that compiled something).
 //!
 //! ```text
 //! git worktree add /tmp/qola-baseline <commit>
@@ -27,30 +28,15 @@ use std::process::Command;
 
 use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
 
-/// The summary line of the newest qola log in `build` (either log name).
-fn newest_summary(build: &Path) -> String {
-    let mut logs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(build)
-        .unwrap()
-        .flatten()
-        .flat_map(|e| {
-            std::fs::read_dir(e.path().join("out"))
-                .into_iter()
-                .flatten()
-        })
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("qola-compile") && name.ends_with(".log") && !name.contains("status")
-        })
-        .map(|p| (p.metadata().unwrap().modified().unwrap(), p))
-        .collect();
-    logs.sort();
-    let text = std::fs::read_to_string(&logs.last().expect("a log").1).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("summary: "))
-        .expect("a summary")
-        .to_string()
+/// (units compiled, seconds in qola) of one `cargo build`: the sum over every summary line its
+/// build scripts printed (`warning: ...: qola compiled N of M HIP units ... in Xs`: one per
+/// library that compiled something; none when nothing compiled).
+fn compiled_in(cargo_stderr: &str) -> (usize, f64) {
+    cargo_stderr
+        .lines()
+        .filter_map(|l| l.split_once(": qola compiled ").map(|(_, rest)| rest))
+        .map(|rest| figures(&format!("qola compiled {rest}")))
+        .fold((0, 0.0), |(n, s), (dn, ds)| (n + dn, s + ds))
 }
 
 /// (units compiled, seconds in qola) from a summary.
@@ -99,12 +85,11 @@ fn scenarios(workspace: &Path, work: &Path, env: &[(&str, PathBuf)]) -> Vec<(usi
         for (name, value) in env {
             command.env(name, value);
         }
-        let status = command.status().expect("run cargo");
-        assert!(status.success());
-        let profile = if release { "release" } else { "debug" };
-        out.push(figures(&newest_summary(
-            &target.join(profile).join("build"),
-        )));
+        let output = command.output().expect("run cargo");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        eprint!("{stderr}");
+        assert!(output.status.success());
+        out.push(compiled_in(&stderr));
     }
     out
 }

@@ -141,13 +141,15 @@ fn main() {
     .iter()
     .enumerate()
     {
+        // Nothing compiled on either side: no ratio to give.
+        let ratio = if base[i].1 > 0.0 {
+            format!("{:.3}", ours[i].1 / base[i].1)
+        } else {
+            "—".to_string()
+        };
         println!(
-            "| {name} | {} | {:.1} | {} | {:.1} | {:.3} |",
-            ours[i].0,
-            ours[i].1,
-            base[i].0,
-            base[i].1,
-            ours[i].1 / base[i].1
+            "| {name} | {} | {:.1} | {} | {:.1} | {ratio} |",
+            ours[i].0, ours[i].1, base[i].0, base[i].1
         );
     }
 }

@@ -33,6 +33,7 @@
 pub(crate) mod archs;
 mod depfile;
 pub(crate) mod error;
+mod execute;
 mod farm;
 mod jobs;
 mod launcher;

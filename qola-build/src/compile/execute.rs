@@ -1,0 +1,352 @@
+//! Acting on the plan: the steps of [`HipBuild::try_compile`], each taking what the one before
+//! it gave.
+//!
+//! 1. [`stage`]: a report for every unit (a reused unit's object and headers from the cache) and
+//!    a job for every unit the plan compiles, writing to scratch files in the cache.
+//! 2. [`run`]: the jobs, with the build log written as each ends and the launcher's and the
+//!    farm's counters read around them.
+//! 3. [`store`]: each compiled object installed under its key with the headers its depfile
+//!    listed, by name.
+//! 4. [`HipBuild::link_library`], [`watch_inputs`], then [`HipBuild::finish_log`]: the library,
+//!    the Cargo directives, the log and the summary.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::build_script::Directives;
+use crate::compile::error::{Result, io_error};
+use crate::compile::object_cache::{LastCompile, ObjectCache};
+use crate::compile::plan::UnitPlan;
+use crate::compile::report::{CompileReport, UnitReport};
+use crate::compile::resolve::Resolved;
+use crate::compile::run::Unit;
+use crate::compile::{
+    FarmReport, HipBuild, LauncherHits, depfile, farm, jobs, launcher, link, memory, progress,
+};
+
+/// Where one compile writes before its object is installed, and the command that writes it.
+pub(super) struct Scratch {
+    /// Index of the unit.
+    pub unit: usize,
+    /// The object the compile writes.
+    pub object: PathBuf,
+    /// The depfile the compile writes.
+    pub depfile: PathBuf,
+    /// The compile command.
+    pub argv: Vec<String>,
+}
+
+/// The build before any compile ran.
+pub(super) struct Staged {
+    /// One per unit; the compiled ones are completed by [`store`].
+    pub reports: Vec<UnitReport>,
+    /// One per unit the plan compiles.
+    pub jobs: Vec<jobs::Job>,
+    /// Each job's scratch files and command.
+    pub scratch: Vec<Scratch>,
+}
+
+/// A report for every unit and a job for every unit the plan compiles.
+pub(super) fn stage(
+    units: &[Unit],
+    resolved: &Resolved,
+    objects: &mut ObjectCache,
+) -> Result<Staged> {
+    let mut staged = Staged {
+        reports: Vec::new(),
+        jobs: Vec::new(),
+        scratch: Vec::new(),
+    };
+    for (index, unit) in units.iter().enumerate() {
+        let mut report = UnitReport {
+            object: PathBuf::new(),
+            source: unit.source.clone(),
+            compiled: false,
+            reason: String::new(),
+            elapsed: Duration::ZERO,
+            headers: Vec::new(),
+            peak_memory: None,
+        };
+        match &unit.plan {
+            UnitPlan::Reuse { key, compiled_for } => {
+                objects.hold(key);
+                report.object = objects.object_path(key);
+                report.reason = format!("compiled for {compiled_for}");
+                let recorded = unit.facts.recorded.as_ref().map(|r| &r.headers[..]);
+                report.headers = recorded
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|h| resolved.roots.resolve(h))
+                    .collect();
+            }
+            UnitPlan::Compile { reason, .. } => {
+                report.compiled = true;
+                report.reason = reason.to_string();
+                let object = objects.scratch(&unit.id, "o")?;
+                let depfile = objects.scratch(&unit.id, "d")?;
+                let argv = resolved.compile_command(&unit.source, &object, &depfile);
+                staged.jobs.push(jobs::Job {
+                    unit: index,
+                    argv: argv.clone(),
+                    cwd: resolved.roots.dir().to_path_buf(),
+                    env: resolved.launcher_env.clone(),
+                });
+                staged.scratch.push(Scratch {
+                    unit: index,
+                    object,
+                    depfile,
+                    argv,
+                });
+            }
+        }
+        staged.reports.push(report);
+    }
+    Ok(staged)
+}
+
+/// What running the jobs gave.
+pub(super) struct Ran {
+    /// One per job.
+    pub outcomes: Vec<jobs::Outcome>,
+    /// What the launcher's cache answered (ccache), when it ran and reports it.
+    pub launcher_hits: Option<LauncherHits>,
+    /// What the compile farm did, when the jobs ran on one.
+    pub farm: Option<FarmReport>,
+    /// The build log, open while the build goes on (none when nothing ran).
+    pub progress: Option<progress::Progress>,
+}
+
+/// Runs `jobs` (in the roots' links directory, made here), `parallelism.jobs` at once, each
+/// ending in the log `log` of `log_units`; nothing at all when there are none.
+pub(super) fn run(
+    resolved: &Resolved,
+    jobs: Vec<jobs::Job>,
+    parallelism: &memory::Parallelism,
+    log: &Path,
+    log_units: Vec<(PathBuf, String)>,
+    echo: progress::Echo,
+) -> Result<Ran> {
+    if jobs.is_empty() {
+        return Ok(Ran {
+            outcomes: Vec::new(),
+            launcher_hits: None,
+            farm: None,
+            progress: None,
+        });
+    }
+    resolved.roots.link()?;
+    let counters_before = launcher::Counters::read(&resolved.launcher);
+    let farm_before = resolved
+        .farm_command
+        .as_ref()
+        .and_then(|f| farm::DistStats::read(&f.server));
+    let progress = progress::Progress::start(
+        log,
+        &parallelism.reason,
+        log_units,
+        jobs.len(),
+        parallelism.jobs,
+        echo,
+    )?;
+    let outcomes = jobs::run_all(
+        jobs,
+        parallelism.jobs,
+        resolved.farm_command.is_none(),
+        &|j| progress.started(j),
+        &|o| progress.ended(o),
+    );
+    let launcher_hits = counters_before.and_then(|before| {
+        launcher::Counters::read(&resolved.launcher).map(|after| before.since(&after))
+    });
+    let farm = match (&resolved.farm_command, farm_before) {
+        (Some(f), Some(before)) => {
+            farm::DistStats::read(&f.server).map(|after| before.since(&after))
+        }
+        _ => None,
+    };
+    Ok(Ran {
+        outcomes,
+        launcher_hits,
+        farm,
+        progress: Some(progress),
+    })
+}
+
+/// Removes every job's scratch files (after a failed compile).
+pub(super) fn remove_scratch(scratch: &[Scratch]) {
+    for s in scratch {
+        let _ = std::fs::remove_file(&s.object);
+        let _ = std::fs::remove_file(&s.depfile);
+    }
+}
+
+/// Installs each compiled object of `library` in the cache under its key, with the headers its
+/// depfile listed, and completes its report.
+pub(super) fn store(
+    objects: &mut ObjectCache,
+    library: &str,
+    units: &[Unit],
+    staged: &mut Staged,
+    ran: &Ran,
+    resolved: &Resolved,
+) -> Result<()> {
+    // A launcher's cache answer is not a compile: its peak says nothing about the unit's.
+    let record_peaks =
+        resolved.launcher.is_empty() || ran.launcher_hits.is_some_and(|h| h.hits == 0);
+    let last = LastCompile {
+        identity: resolved.toolchain.identity.clone(),
+        args: resolved.args.clone(),
+    };
+    let compiled_for = resolved.out_dir.display().to_string();
+    for outcome in &ran.outcomes {
+        let scratch = staged
+            .scratch
+            .iter()
+            .find(|s| s.unit == outcome.unit)
+            .expect("a scratch entry per job");
+        let unit = &units[outcome.unit];
+        let headers = depfile_headers(resolved, unit, &scratch.depfile)?;
+        if resolved.farm_command.is_some() {
+            farm::localize_empty_cuid(&scratch.object)?;
+        }
+        let peak = outcome.peak_memory.filter(|_| record_peaks);
+        let key = objects.install(
+            &unit.id,
+            library,
+            &unit.name,
+            &headers,
+            &resolved.roots,
+            &scratch.object,
+            peak,
+            &last,
+            &compiled_for,
+        )?;
+        let report = &mut staged.reports[outcome.unit];
+        report.object = objects.object_path(&key);
+        report.headers = headers
+            .iter()
+            .filter_map(|h| resolved.roots.resolve(h))
+            .collect();
+        report.elapsed = outcome.elapsed;
+        report.peak_memory = outcome.peak_memory;
+    }
+    Ok(())
+}
+
+/// The headers `unit`'s depfile lists, by name (read and removed). The compiler names what it
+/// read as it was given (names) or found (absolute system headers); a header this machine does
+/// not have belongs to a sandboxed toolchain (its root is not this machine's): the compiler
+/// identity stands for it.
+fn depfile_headers(resolved: &Resolved, unit: &Unit, depfile: &Path) -> Result<Vec<String>> {
+    let deps = std::fs::read_to_string(depfile).map_err(io_error("read the depfile", depfile))?;
+    let _ = std::fs::remove_file(depfile);
+    let mut headers: Vec<String> = Vec::new();
+    for written in depfile::prerequisites(&deps) {
+        if farm::is_short_name(&written) {
+            continue;
+        }
+        let header = resolved.roots.rename(&written);
+        let exists = resolved.roots.resolve(&header).is_some_and(|p| p.exists());
+        if header != unit.name && exists && !headers.contains(&header) {
+            headers.push(header);
+        }
+    }
+    Ok(headers)
+}
+
+/// Tells Cargo to watch every source and header of `reports` outside `out_dir`: inputs only,
+/// since sources and headers this build script generated (under `OUT_DIR`) are outputs, and
+/// watching them would rerun the script after every build.
+pub(super) fn watch_inputs(directives: &Directives, reports: &[UnitReport], out_dir: &Path) {
+    for unit in reports {
+        for path in std::iter::once(&unit.source).chain(&unit.headers) {
+            if !path.starts_with(out_dir) {
+                directives.rerun_if_changed(path);
+            }
+        }
+    }
+}
+
+impl HipBuild {
+    /// Links `reports`' objects into the library `name` (static, or the shared one asked for)
+    /// and tells Cargo what to link with it.
+    pub(super) fn link_library(
+        &self,
+        resolved: &Resolved,
+        name: &str,
+        reports: &[UnitReport],
+    ) -> Result<link::Linked> {
+        let object_paths: Vec<PathBuf> = reports.iter().map(|u| u.object.clone()).collect();
+        let keys: Vec<String> = object_paths
+            .iter()
+            .map(|p| {
+                p.file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let linked = match &self.shared {
+            Some(path) => link::link_shared(
+                &resolved.toolchain,
+                path,
+                &object_paths,
+                &keys,
+                self.version_script.as_deref(),
+                &resolved.out_dir,
+            )?,
+            None => link::link(
+                name,
+                &object_paths,
+                &keys,
+                &self.exported,
+                &resolved.out_dir,
+                &resolved.target,
+                self.cargo_metadata,
+            )?,
+        };
+        if self.cargo_metadata {
+            if let Some(dir) = &resolved.toolchain.lib_dir {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+            }
+            println!("cargo:rustc-link-lib=dylib=amdhip64");
+        }
+        Ok(linked)
+    }
+
+    /// Ends the build's log with the summary and says the summary when something compiled. A
+    /// build that compiled nothing and relinked nothing writes no log; one that relinked the
+    /// library from the cache writes its own (the previous log spoke of another build).
+    pub(super) fn finish_log(
+        &self,
+        directives: &Directives,
+        progress: Option<progress::Progress>,
+        report: &CompileReport,
+        log_units: Vec<(PathBuf, String)>,
+    ) -> Result<()> {
+        let progress = match progress {
+            Some(progress) => progress,
+            None if report.library_written => progress::Progress::start(
+                &report.log,
+                &report.jobs_reason,
+                log_units,
+                0,
+                report.jobs,
+                progress::Echo::Off,
+            )?,
+            None => return Ok(()),
+        };
+        let summary = report.summary();
+        let reused: Vec<usize> = (0..report.units.len())
+            .filter(|i| !report.units[*i].compiled)
+            .collect();
+        progress.finish(&reused, &summary)?;
+        if report.compiled() > 0 {
+            if !self.cargo_metadata && self.terminal.is_some() {
+                eprintln!("qola: {summary}");
+            } else {
+                directives.warning(&summary);
+            }
+        }
+        Ok(())
+    }
+}

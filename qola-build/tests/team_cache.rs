@@ -1,6 +1,7 @@
 //! A build a second machine gets for free: ccache as qola's compiler launcher, with a real Redis
 //! as its remote storage, and two "machines": two copies at different paths, each with its own
-//! empty local ccache and its own qola cache. Everything B compiles must come from Redis.
+//! empty local ccache and its own qola cache (and, for AITER, its own checkout). Everything B
+//! compiles must come from Redis.
 //!
 //! The ccache settings are the ones docs/team-builds.md gives teams: only the remote storage, and
 //! for the sid toolchain wrapper `compiler_check = %compiler% --version`. No `base_dir`, no
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use qola_tests::{RedisServer, copy_tracked, tool};
+use qola_tests::{NARROW_FWD_FILTER, RedisServer, copy_tracked, tool};
 
 /// ccache's environment for `machine`'s builds, sharing `redis`.
 fn ccache_env(machine: &Path, redis: &RedisServer) -> Vec<(String, String)> {
@@ -55,7 +56,7 @@ fn ccache_counter(dir: &Path, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// qola's summary line in a build's output.
+/// qola's summary lines in a build's output (one per library that compiled), one a line.
 fn summary(out: &Output) -> String {
     let text = format!(
         "{}{}",
@@ -63,10 +64,27 @@ fn summary(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{text}");
-    text.lines()
-        .find(|l| l.contains("qola compiled"))
-        .unwrap_or_else(|| panic!("no summary: {text}"))
-        .to_string()
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("qola compiled"))
+        .collect();
+    assert!(!lines.is_empty(), "no summary: {text}");
+    lines.join("\n")
+}
+
+/// The units each summary line of `summary` says were compiled, each with whether ccache's
+/// remote storage answered every one of them.
+fn compiled_and_answered_remotely(summary: &str) -> Vec<(usize, bool)> {
+    summary
+        .lines()
+        .map(|line| {
+            let after = line.split("qola compiled ").nth(1).expect("a count");
+            let n: usize = after.split(' ').next().unwrap().parse().expect("a number");
+            let remote =
+                format!("ccache answered {n} of the {n} compiles ({n} from remote storage)");
+            (n, line.contains(&remote))
+        })
+        .collect()
 }
 
 /// The seconds qola's summary reports.
@@ -89,9 +107,12 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
     let tmp = tempfile::tempdir().unwrap();
     let redis = RedisServer::start(&redis_server, &tmp.path().join("redis"));
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let build = |machine: &str| -> (String, Duration) {
+    for machine in ["A", "B"] {
+        copy_tracked(&workspace, &tmp.path().join(machine).join("qola"));
+    }
+    // `cargo build -p qola-sys` in `machine`'s copy with `kernels`' settings.
+    let build = |machine: &str, kernels: &[(String, String)]| -> (String, Duration) {
         let dir = tmp.path().join(machine);
-        copy_tracked(&workspace, &dir.join("qola"));
         let mut command = Command::new(env!("CARGO"));
         command
             .current_dir(dir.join("qola"))
@@ -102,18 +123,20 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
                 qola_tests::fixtures_dir().join("team-target"),
             )
             .env("CARGO_TERM_COLOR", "never");
-        with_env(&mut command, &ccache_env(&dir, &redis));
+        let mut env = ccache_env(&dir, &redis);
+        env.extend_from_slice(kernels);
+        with_env(&mut command, &env);
         let start = Instant::now();
         let out = command.output().unwrap();
         (summary(&out), start.elapsed())
     };
-    let (a, a_wall) = build("A");
+    let (a, a_wall) = build("A", &[]);
     assert!(
         a.contains("qola compiled 11 of 11 HIP units")
             && a.contains("ccache answered 0 of the 11 compiles"),
         "{a}"
     );
-    let (b, b_wall) = build("B");
+    let (b, b_wall) = build("B", &[]);
     assert!(
         b.contains("qola compiled 11 of 11 HIP units")
             && b.contains("ccache answered 11 of the 11 compiles (11 from remote storage)"),
@@ -128,6 +151,55 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
         seconds(&a),
         seconds(&b),
         seconds(&b) / seconds(&a)
+    );
+    std::io::stderr().write_all(report.as_bytes()).unwrap();
+
+    // The narrow AITER forward with the sid toolchain, each machine preparing its own AITER
+    // checkout at its own path from the same upstream: B's compiler never runs.
+    let (Some(real), Some(sid_hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let aiter = |machine: &str| -> Vec<(String, String)> {
+        let root = tmp.path().join(machine).join("aiter");
+        [
+            ("QOLA_KERNELS", "aiter".to_string()),
+            ("QOLA_AITER_URL", real.upstream.display().to_string()),
+            ("QOLA_AITER_COMMIT", real.commit.clone()),
+            ("QOLA_AITER_ROOT", root.display().to_string()),
+            ("QOLA_AITER_MODULES", "libmha_fwd".to_string()),
+            ("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER.to_string()),
+            ("HIPCC", sid_hipcc.display().to_string()),
+            ("GPU_ARCHS", "gfx942".to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    };
+    let (a, _) = build("A", &aiter("A"));
+    let a_units: usize = compiled_and_answered_remotely(&a).iter().map(|u| u.0).sum();
+    assert_eq!(
+        a_units, 9,
+        "8 units of libmha_fwd and the status library's 1: {a}"
+    );
+    let remote_hits_before = ccache_counter(&b_ccache, "remote_storage_hit");
+    let (b, _) = build("B", &aiter("B"));
+    let b_units = compiled_and_answered_remotely(&b);
+    assert!(
+        b_units.iter().map(|u| u.0).sum::<usize>() == a_units
+            && b_units.iter().all(|(_, remote)| *remote),
+        "{b}"
+    );
+    assert_eq!(
+        ccache_counter(&b_ccache, "remote_storage_hit") - remote_hits_before,
+        a_units as u64
+    );
+    assert_eq!(ccache_counter(&b_ccache, "cache_miss"), 0);
+    let in_qola = |summary: &str| summary.lines().map(seconds).sum::<f64>();
+    let report = format!(
+        "team cache, narrow AITER forward: machine A {:.1} s in qola, machine B {:.1} s in qola, B/A: {:.3}\n",
+        in_qola(&a),
+        in_qola(&b),
+        in_qola(&b) / in_qola(&a)
     );
     std::io::stderr().write_all(report.as_bytes()).unwrap();
 }

@@ -11,9 +11,9 @@
 //! cargo run --release -p qola-examples --example bench_team_cache
 //! ```
 //!
-//! ccache settings of the recorded run (BENCHMARKS.md; qola now sets `base_dir` and `hash_dir`
-//! itself, docs/team-builds.md): `base_dir` above both machines' directories, `hash_dir` off, `compiler_check = %compiler% --version`, Redis as
-//! `remote_storage`. Works in `target/qola-fixtures/bench-team` (the checkouts are kept).
+//! ccache settings: the ones docs/team-builds.md gives teams, `compiler_check = %compiler%
+//! --version` and Redis as `remote_storage`; no `base_dir` or `hash_dir` (qola sets them). Works
+//! in `target/qola-fixtures/bench-team` (the checkouts are kept).
 
 mod common;
 
@@ -27,8 +27,8 @@ const JOBS: usize = 2;
 
 /// Points this process's environment (which qola's compiles and `ccache --print-stats`
 /// inherit) at `machine`'s caches and the shared Redis, and makes `machine` the current
-/// directory (ccache hashes paths under `base_dir` relative to it).
-fn become_machine(machine: &Path, base: &Path, redis: &RedisServer) {
+/// directory.
+fn become_machine(machine: &Path, redis: &RedisServer) {
     let _ = std::fs::remove_dir_all(machine.join("ccache"));
     let _ = std::fs::remove_dir_all(machine.join("qola-cache"));
     std::fs::create_dir_all(machine).unwrap();
@@ -36,8 +36,6 @@ fn become_machine(machine: &Path, base: &Path, redis: &RedisServer) {
     let vars = [
         ("CCACHE_DIR", machine.join("ccache").display().to_string()),
         ("CCACHE_REMOTE_STORAGE", redis.url()),
-        ("CCACHE_BASEDIR", base.display().to_string()),
-        ("CCACHE_NOHASHDIR", "true".to_string()),
         ("CCACHE_COMPILERCHECK", "%compiler% --version".to_string()),
     ];
     for (name, value) in vars {
@@ -70,6 +68,7 @@ fn builtin(machine: &Path, arch: &str) -> Vec<CompileReport> {
     let report = HipBuild::new()
         .files(&sources)
         .include(kernels.join("include"))
+        .root("kernels", &kernels)
         .flag("-std=c++17")
         .flag("-fvisibility=hidden")
         .arch(arch)
@@ -146,7 +145,7 @@ fn main() {
         let mut row = Vec::new();
         for machine in ["A", "B"] {
             let machine = base.join(machine);
-            become_machine(&machine, &base, &redis);
+            become_machine(&machine, &redis);
             let (compiled, hits, elapsed) = totals(&build(&machine));
             row.push((compiled, hits, elapsed));
         }

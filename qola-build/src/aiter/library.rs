@@ -6,12 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::registry;
-use super::{
-    AiterModule, AiterModuleSpec, ApiGeneration, EmbeddedHsa, detect_api_generation, embed_hsa,
-    prepare_module,
-};
+use crate::aiter::api_generation::{ApiGeneration, detect as detect_api_generation};
 use crate::aiter::error::Result;
+use crate::aiter::hsa::{EmbeddedHsa, embed_hsa};
+use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module};
+use crate::aiter::registry;
 use crate::common::io::write_if_changed;
 
 /// The API the library offers.
@@ -92,7 +91,7 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
         } => {
             // qola's C wrappers call AITER's API as 05a0d1f declares it.
             if detect_api_generation(spec.root)? != ApiGeneration::Parameters {
-                return Err(crate::aiter::AiterError::ApiGeneration {
+                return Err(crate::aiter::error::AiterError::ApiGeneration {
                     header: spec.root.join("csrc/include/mha_fwd.h"),
                     why: "the options are inside aiter::mha_fwd_args, and qola-sys's C API wrappers are written for AITER 05a0d1f's parameters: build this tree with `qola build` (QoLA's C++ API)".to_string(),
                 });

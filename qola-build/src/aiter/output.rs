@@ -24,9 +24,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{AiterModuleSpec, Api, library};
+use crate::aiter::api_generation::detect as detect_api_generation;
 use crate::aiter::error::io_error;
 use crate::aiter::error::{AiterError, Result};
+use crate::aiter::library::{AiterLibrary, Api, library, write_public_headers};
+use crate::aiter::module::AiterModuleSpec;
 use crate::build_script::{Directives, Env};
 use crate::common::io::write_if_changed;
 use crate::compile::CompilePlan;
@@ -116,7 +118,7 @@ pub struct ModulePlan {
     /// The library's name.
     pub md_name: String,
     /// The code generators, with whether they ran now and what they produced.
-    pub generators: Vec<super::plan::GeneratorPlan>,
+    pub generators: Vec<crate::aiter::plan::GeneratorPlan>,
     /// Flags AITER asks for that the compiler does not know (dropped).
     pub dropped_flags: Vec<String>,
     /// hsa code objects embedded.
@@ -240,8 +242,11 @@ impl OutputBuild {
         for warning in &prepared.warnings {
             eprintln!("qola: warning: {warning}");
         }
-        let archs =
-            crate::compile::archs::resolve(env, &self.archs, &manifest.build.architectures)?;
+        let archs = crate::compile::toolchain::archs::resolve(
+            env,
+            &self.archs,
+            &manifest.build.architectures,
+        )?;
         let cache = settings.cache.clone().ok_or(crate::cache::NoCacheDir)?;
         let namespace = manifest.namespace().map(String::from);
         let variants = manifest.variant_filters()?;
@@ -313,7 +318,7 @@ impl OutputBuild {
 
     /// A selected module assembled as a library ([`library`]): QoLA's C++ API, the output
     /// directory's layout, qola's cache. A `pybind` module is an error (it needs PyTorch).
-    fn assemble(&self, env: &Env, ctx: &Inputs, s: &Selected) -> Result<super::AiterLibrary> {
+    fn assemble(&self, env: &Env, ctx: &Inputs, s: &Selected) -> Result<AiterLibrary> {
         let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
         if mode == Some(BuildMode::Pybind) {
             return Err(AiterError::InvalidOption {
@@ -360,10 +365,10 @@ impl OutputBuild {
         self.check_rocm(&ctx.manifest, &toolchain)?;
         let selected = self.select(&env, &ctx)?;
         std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
-        super::write_public_headers(
+        write_public_headers(
             &self.output_dir.join("include"),
             ctx.namespace.as_deref(),
-            super::detect_api_generation(&ctx.root)?,
+            detect_api_generation(&ctx.root)?,
         )?;
         copy_configs(
             &ctx.root.join("aiter/configs"),
@@ -456,7 +461,7 @@ impl OutputBuild {
                     .module
                     .generated
                     .iter()
-                    .map(super::plan::GeneratorPlan::of)
+                    .map(crate::aiter::plan::GeneratorPlan::of)
                     .collect(),
                 dropped_flags: lib.module.dropped_flags.clone(),
                 hsa_blobs: lib.hsa.blobs,
@@ -504,7 +509,7 @@ fn rocm_mismatch(manifest: &Manifest, toolchain: &HipToolchain) -> Option<AiterE
     if wanted.is_empty() {
         return None;
     }
-    let found = super::hip_version(toolchain);
+    let found = crate::aiter::module::hip_version(toolchain);
     let matches = |w: &str| {
         let Some((major, minor, patch)) = found else {
             return false;

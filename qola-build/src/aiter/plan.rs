@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::Generated;
+use crate::aiter::codegen::Generated;
 
 /// One code generator of a module.
 #[derive(Debug, Clone, Serialize)]

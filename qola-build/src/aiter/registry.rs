@@ -2,7 +2,7 @@
 //! C++ API (`cpp_api/` of this package, one folder per [`ApiGeneration`] of AITER's API), and
 //! which hsa code objects a module loads when the manifest does not say.
 
-use super::ApiGeneration;
+use crate::aiter::api_generation::ApiGeneration;
 
 /// A file of qola's C++ API: its name and text.
 pub type ApiFile = (&'static str, &'static str);

@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 
-use crate::build_script::Directives;
+use crate::build_script::directives::Directives;
 use crate::common::kind::ErrorKind;
 
 /// An environment variable whose value qola cannot use.

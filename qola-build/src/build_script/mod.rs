@@ -1,7 +1,7 @@
 //! The build-script context: Cargo's directives (`cargo:rerun-if-*`, warnings) and the
 //! environment, read only through [`Env`], which tells Cargo about every variable it reads.
 
-mod directives;
+pub(crate) mod directives;
 mod env;
 
 pub(crate) use directives::Directives;

@@ -134,9 +134,9 @@ impl CompileError {
     }
 }
 
-impl From<crate::compile::farm::error::FarmError> for CompileError {
-    fn from(error: crate::compile::farm::error::FarmError) -> CompileError {
-        use crate::compile::farm::error::FarmError;
+impl From<crate::compile::launcher::farm::error::FarmError> for CompileError {
+    fn from(error: crate::compile::launcher::farm::error::FarmError) -> CompileError {
+        use crate::compile::launcher::farm::error::FarmError;
         match error {
             FarmError::Problem(problem) => CompileError::Farm { problem },
             FarmError::Io(e) => CompileError::Io(e),

@@ -7,22 +7,23 @@
 //!    farm's counters read around them.
 //! 3. [`store`]: each compiled object installed under its key with the headers its depfile
 //!    listed, by name.
-//! 4. [`HipBuild::link_library`], [`watch_inputs`], then [`HipBuild::finish_log`]: the library,
-//!    the Cargo directives, the log and the summary.
+//! 4. [`link_library`], [`watch_inputs`], then [`finish_log`]: the library, the Cargo
+//!    directives, the log and the summary; or, when a compile failed, [`failed_compile`].
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::build_script::Directives;
-use crate::compile::error::{Result, io_error};
-use crate::compile::object_cache::{LastCompile, ObjectCache};
-use crate::compile::plan::UnitPlan;
+use crate::common::io::write_atomic;
+use crate::common::text::shell_quote;
+use crate::compile::cache::ObjectCache;
+use crate::compile::error::{CompileError, Result, io_error};
+use crate::compile::launcher::{Answered, farm};
+use crate::compile::plan::{Unit, UnitPlan};
 use crate::compile::report::{CompileReport, UnitReport};
 use crate::compile::resolve::Resolved;
-use crate::compile::run::Unit;
-use crate::compile::{
-    FarmReport, HipBuild, LauncherHits, depfile, farm, jobs, launcher, link, memory, progress,
-};
+use crate::compile::run::{self as jobs, memory, progress};
+use crate::compile::{HipBuild, depfile, link};
 
 /// Where one compile writes before its object is installed, and the command that writes it.
 pub(super) struct Scratch {
@@ -89,7 +90,7 @@ pub(super) fn stage(
                     unit: index,
                     argv: argv.clone(),
                     cwd: resolved.roots.dir().to_path_buf(),
-                    env: resolved.launcher_env.clone(),
+                    env: resolved.launcher.env().to_vec(),
                 });
                 staged.scratch.push(Scratch {
                     unit: index,
@@ -108,10 +109,8 @@ pub(super) fn stage(
 pub(super) struct Ran {
     /// One per job.
     pub outcomes: Vec<jobs::Outcome>,
-    /// What the launcher's cache answered (ccache), when it ran and reports it.
-    pub launcher_hits: Option<LauncherHits>,
-    /// What the compile farm did, when the jobs ran on one.
-    pub farm: Option<FarmReport>,
+    /// What the launcher answered (its cache, the farm), when it reports it.
+    pub answered: Answered,
     /// The build log, open while the build goes on (none when nothing ran).
     pub progress: Option<progress::Progress>,
 }
@@ -129,17 +128,12 @@ pub(super) fn run(
     if jobs.is_empty() {
         return Ok(Ran {
             outcomes: Vec::new(),
-            launcher_hits: None,
-            farm: None,
+            answered: Answered::default(),
             progress: None,
         });
     }
     resolved.roots.link()?;
-    let counters_before = launcher::Counters::read(&resolved.launcher);
-    let farm_before = resolved
-        .farm_command
-        .as_ref()
-        .and_then(|f| farm::DistStats::read(&f.server));
+    let before = resolved.launcher.counters();
     let progress = progress::Progress::start(
         log,
         &parallelism.reason,
@@ -151,23 +145,13 @@ pub(super) fn run(
     let outcomes = jobs::run_all(
         jobs,
         parallelism.jobs,
-        resolved.farm_command.is_none(),
-        &|j| progress.started(j),
-        &|o| progress.ended(o),
+        !resolved.launcher.distributes(),
+        &|j| progress.started(&j.argv),
+        &|o| progress.ended(o.unit, o.failure.is_some(), o.elapsed, o.peak_memory),
     );
-    let launcher_hits = counters_before.and_then(|before| {
-        launcher::Counters::read(&resolved.launcher).map(|after| before.since(&after))
-    });
-    let farm = match (&resolved.farm_command, farm_before) {
-        (Some(f), Some(before)) => {
-            farm::DistStats::read(&f.server).map(|after| before.since(&after))
-        }
-        _ => None,
-    };
     Ok(Ran {
         outcomes,
-        launcher_hits,
-        farm,
+        answered: resolved.launcher.answered(before),
         progress: Some(progress),
     })
 }
@@ -191,12 +175,7 @@ pub(super) fn store(
     resolved: &Resolved,
 ) -> Result<()> {
     // A launcher's cache answer is not a compile: its peak says nothing about the unit's.
-    let record_peaks =
-        resolved.launcher.is_empty() || ran.launcher_hits.is_some_and(|h| h.hits == 0);
-    let last = LastCompile {
-        identity: resolved.toolchain.identity.clone(),
-        args: resolved.args.clone(),
-    };
+    let record_peaks = resolved.launcher.peaks_count(&ran.answered);
     let compiled_for = resolved.out_dir.display().to_string();
     for outcome in &ran.outcomes {
         let scratch = staged
@@ -206,19 +185,18 @@ pub(super) fn store(
             .expect("a scratch entry per job");
         let unit = &units[outcome.unit];
         let headers = depfile_headers(resolved, unit, &scratch.depfile)?;
-        if resolved.farm_command.is_some() {
+        if resolved.launcher.distributes() {
             farm::localize_empty_cuid(&scratch.object)?;
         }
         let peak = outcome.peak_memory.filter(|_| record_peaks);
         let key = objects.install(
-            &unit.id,
             library,
             &unit.name,
+            &resolved.settings,
             &headers,
             &resolved.roots,
             &scratch.object,
             peak,
-            &last,
             &compiled_for,
         )?;
         let report = &mut staged.reports[outcome.unit];
@@ -267,86 +245,139 @@ pub(super) fn watch_inputs(directives: &Directives, reports: &[UnitReport], out_
     }
 }
 
-impl HipBuild {
-    /// Links `reports`' objects into the library `name` (static, or the shared one asked for)
-    /// and tells Cargo what to link with it.
-    pub(super) fn link_library(
-        &self,
-        resolved: &Resolved,
-        name: &str,
-        reports: &[UnitReport],
-    ) -> Result<link::Linked> {
-        let object_paths: Vec<PathBuf> = reports.iter().map(|u| u.object.clone()).collect();
-        let keys: Vec<String> = object_paths
-            .iter()
-            .map(|p| {
-                p.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            })
-            .collect();
-        let linked = match &self.shared {
-            Some(path) => link::link_shared(
-                &resolved.toolchain,
-                path,
-                &object_paths,
-                &keys,
-                self.version_script.as_deref(),
-                &resolved.out_dir,
-            )?,
-            None => link::link(
-                name,
-                &object_paths,
-                &keys,
-                &self.exported,
-                &resolved.out_dir,
-                &resolved.target,
-                self.cargo_metadata,
-            )?,
-        };
-        if self.cargo_metadata {
-            if let Some(dir) = &resolved.toolchain.lib_dir {
-                println!("cargo:rustc-link-search=native={}", dir.display());
-            }
-            println!("cargo:rustc-link-lib=dylib=amdhip64");
+/// Links `reports`' objects into `build`'s library `name` (static, or the shared one asked for)
+/// and tells Cargo what to link with it.
+pub(super) fn link_library(
+    build: &HipBuild,
+    resolved: &Resolved,
+    name: &str,
+    reports: &[UnitReport],
+) -> Result<link::Linked> {
+    let object_paths: Vec<PathBuf> = reports.iter().map(|u| u.object.clone()).collect();
+    let keys: Vec<String> = object_paths
+        .iter()
+        .map(|p| {
+            p.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let linked = match &build.shared {
+        Some(path) => link::link_shared(
+            &resolved.toolchain,
+            path,
+            &object_paths,
+            &keys,
+            build.version_script.as_deref(),
+            &resolved.out_dir,
+        )?,
+        None => link::link(
+            name,
+            &object_paths,
+            &keys,
+            &build.exported,
+            &resolved.out_dir,
+            &resolved.target,
+            build.cargo_metadata,
+        )?,
+    };
+    if build.cargo_metadata {
+        if let Some(dir) = &resolved.toolchain.lib_dir {
+            println!("cargo:rustc-link-search=native={}", dir.display());
         }
-        Ok(linked)
+        println!("cargo:rustc-link-lib=dylib=amdhip64");
     }
+    Ok(linked)
+}
 
-    /// Ends the build's log with the summary and says the summary when something compiled. A
-    /// build that compiled nothing and relinked nothing writes no log; one that relinked the
-    /// library from the cache writes its own (the previous log spoke of another build).
-    pub(super) fn finish_log(
-        &self,
-        directives: &Directives,
-        progress: Option<progress::Progress>,
-        report: &CompileReport,
-        log_units: Vec<(PathBuf, String)>,
-    ) -> Result<()> {
-        let progress = match progress {
-            Some(progress) => progress,
-            None if report.library_written => progress::Progress::start(
-                &report.log,
-                &report.jobs_reason,
-                log_units,
-                0,
-                report.jobs,
-                progress::Echo::Off,
-            )?,
-            None => return Ok(()),
-        };
-        let summary = report.summary();
-        let reused: Vec<usize> = (0..report.units.len())
-            .filter(|i| !report.units[*i].compiled)
-            .collect();
-        progress.finish(&reused, &summary)?;
-        if report.compiled() > 0 {
-            if !self.cargo_metadata && self.terminal.is_some() {
-                eprintln!("qola: {summary}");
-            } else {
-                directives.warning(&summary);
-            }
+/// Ends the build's log with the summary and says the summary when something compiled (on
+/// standard error when `to_terminal`, else as a warning). A build that compiled nothing and
+/// relinked nothing writes no log; one that relinked the library from the cache writes its own
+/// (the previous log spoke of another build).
+pub(super) fn finish_log(
+    directives: &Directives,
+    progress: Option<progress::Progress>,
+    report: &CompileReport,
+    log_units: Vec<(PathBuf, String)>,
+    to_terminal: bool,
+) -> Result<()> {
+    let progress = match progress {
+        Some(progress) => progress,
+        None if report.library_written => progress::Progress::start(
+            &report.log,
+            &report.jobs_reason,
+            log_units,
+            0,
+            report.jobs,
+            progress::Echo::Off,
+        )?,
+        None => return Ok(()),
+    };
+    let summary = report.summary();
+    let reused: Vec<usize> = (0..report.units.len())
+        .filter(|i| !report.units[*i].compiled)
+        .collect();
+    progress.finish(&reused, &summary)?;
+    if report.compiled() > 0 {
+        if to_terminal {
+            eprintln!("qola: {summary}");
+        } else {
+            directives.warning(&summary);
         }
-        Ok(())
     }
+    Ok(())
+}
+
+/// The error of the compile that `failed`, with its exact command; writes `repro.sh` next to the
+/// log.
+pub(super) fn failed_compile(
+    resolved: &Resolved,
+    staged: &Staged,
+    failed: &jobs::Outcome,
+) -> Result<CompileError> {
+    let (code, stderr) = failed.failure.clone().expect("a failure");
+    let (code, stderr) = match resolved.launcher.distributes() {
+        true => farm::compiler_status(code, &stderr),
+        false => (code, stderr),
+    };
+    let scratch = staged
+        .scratch
+        .iter()
+        .find(|s| s.unit == failed.unit)
+        .expect("the failed job's scratch entry");
+    let source = &staged.reports[failed.unit].source;
+    let command = scratch
+        .argv
+        .iter()
+        .map(|a| shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cwd = resolved.roots.dir();
+    let mut env_words: String = resolved
+        .launcher
+        .env()
+        .iter()
+        .map(|(k, v)| format!("{k}={} ", shell_quote(v)))
+        .collect();
+    if !env_words.is_empty() {
+        env_words.insert_str(0, "env ");
+    }
+    let repro = resolved.out_dir.join("repro.sh");
+    write_atomic(
+        &repro,
+        format!(
+            "#!/bin/sh\n# qola: the compile that failed ({}).\ncd {} && {env_words}{}\n",
+            source.display(),
+            shell_quote(&cwd.to_string_lossy()),
+            command
+        )
+        .as_bytes(),
+    )?;
+    Ok(CompileError::Compile {
+        source_file: source.to_path_buf(),
+        command: format!("(in {}) {command}", cwd.display()),
+        status: code,
+        stderr: stderr.trim().to_string(),
+        repro,
+    })
 }

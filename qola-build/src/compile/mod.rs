@@ -1,8 +1,9 @@
-//! Compiling HIP sources incrementally: [`HipBuild`].
+//! Compiling HIP sources incrementally: [`HipBuild`]; the pipeline, step by step, is in
+//! `pipeline`.
 //!
 //! 1. The compiler is found and identified ([`crate::compile::toolchain`]: its `--version` and
 //!    its file's content, never its path), the architectures resolved and probed
-//!    ([`crate::compile::archs`]).
+//!    ([`crate::compile::toolchain::archs`]).
 //! 2. The build's **roots** are named (see `roots`): the crate (`crate`), the output directory
 //!    (`out`), qola's cache (`cache`) and those a caller names ([`HipBuild::root`]: AITER's tree
 //!    as `aiter`, its generated code as `gen`). Every path under a root is given to the compiler
@@ -13,14 +14,15 @@
 //!    depfile per object. qola runs the commands itself, in parallel within Cargo's jobserver
 //!    (the protocol `cc` uses), for what `cc`'s runner cannot give: per-unit time and stderr, a
 //!    launcher, only the units that changed; `cc` archives the objects.
-//! 4. Each unit is looked up once in the content-addressed object cache (see `object_cache`,
+//! 4. Each unit is looked up once in the content-addressed object cache (see `cache`,
 //!    which writes the model down) and the pure `plan::decide` says what to do with it: reuse
 //!    its object (compiled wherever), compile it here, or send it to the compile farm, and why
 //!    (`first build`, `flags changed`, `new content: <header>`). Only units the plan compiles
 //!    run, in parallel within Cargo's jobserver budget and what the available memory holds at
-//!    their measured peak (see `memory`), each wrapped by `QOLA_COMPILER_LAUNCHER` (ccache,
-//!    sccache; given what they need to hash names alike, see `resolve`); ccache's own counters
-//!    tell how many it answered (see `launcher`). The cache stays within `QOLA_CACHE_MAX_SIZE`.
+//!    their measured peak (see `run::memory`), each wrapped by the launcher
+//!    (`QOLA_COMPILER_LAUNCHER`: a value decided once, see `launcher`, which supplies what it
+//!    needs to hash names alike, its server and its counters). The cache stays within
+//!    `QOLA_CACHE_MAX_SIZE`.
 //! 5. The objects are linked into a static library exporting only the C API (see `link`), plus
 //!    `amdhip64`.
 //! 6. Inside a build script: `rerun-if-changed` for every source and every header the depfiles
@@ -30,19 +32,14 @@
 //!    the summary as one `cargo:warning` when something compiled. A failed compile reports its
 //!    exact command and the compiler's stderr, and writes `repro.sh` next to the log.
 
-pub(crate) mod archs;
+mod cache;
 mod depfile;
 pub(crate) mod error;
 mod execute;
-mod farm;
-mod jobs;
 mod launcher;
 mod link;
-mod memory;
-mod object_cache;
+mod pipeline;
 mod plan;
-pub(crate) mod probe;
-mod progress;
 mod report;
 mod resolve;
 mod roots;
@@ -51,10 +48,10 @@ pub(crate) mod toolchain;
 
 use std::path::{Path, PathBuf};
 
+pub use cache::{BuildStats, CacheUsage};
 pub use error::CompileError;
-pub use farm::FarmReport;
 pub use launcher::LauncherHits;
-pub use object_cache::{BuildStats, CacheUsage};
+pub use launcher::farm::FarmReport;
 pub use report::{CompilePlan, CompileReport, PlannedUnit, UnitReport};
 
 /// An incremental HIP library build (see the module docs).
@@ -266,14 +263,12 @@ impl HipBuild {
 /// system holding `cache`, whichever is smaller.
 pub(crate) fn max_cache_size(env: &crate::build_script::Env, cache: &Path) -> error::Result<u64> {
     Ok(match env.var("QOLA_CACHE_MAX_SIZE")? {
-        Some(size) => {
-            object_cache::parse_size(&size).ok_or_else(|| crate::build_script::EnvError {
-                name: "QOLA_CACHE_MAX_SIZE".to_string(),
-                value: size.clone(),
-                expected: "a size such as 20G, 500M or 1073741824".to_string(),
-            })?
-        }
-        None => object_cache::default_max_size(cache),
+        Some(size) => cache::parse_size(&size).ok_or_else(|| crate::build_script::EnvError {
+            name: "QOLA_CACHE_MAX_SIZE".to_string(),
+            value: size.clone(),
+            expected: "a size such as 20G, 500M or 1073741824".to_string(),
+        })?,
+        None => cache::default_max_size(cache),
     })
 }
 
@@ -283,12 +278,12 @@ pub(crate) fn cache_usage(
     cache: &Path,
 ) -> error::Result<CacheUsage> {
     let max = max_cache_size(env, cache)?;
-    Ok(object_cache::usage(&cache.join(crate::cache::OBJECTS), max))
+    Ok(cache::usage(&cache.join(crate::cache::OBJECTS), max))
 }
 
 /// Removes every object of qola's cache under `cache` that no running build holds (`qola cache
 /// --clear`); returns how many it removed.
 pub(crate) fn clear_cache(cache: &Path) -> error::Result<usize> {
-    let objects = object_cache::ObjectCache::open(cache.join(crate::cache::OBJECTS));
+    let objects = cache::ObjectCache::open(cache.join(crate::cache::OBJECTS));
     Ok(objects.evict(0)?.objects)
 }

@@ -5,8 +5,25 @@
 //! prints it. Reasons are data ([`Reason`]) until [`Reason`]'s `Display` turns them into words.
 
 use std::fmt;
+use std::path::PathBuf;
 
-use crate::compile::object_cache::{Changed, LastCompile, UnitFacts};
+use crate::compile::cache::key::Settings;
+use crate::compile::cache::{Changed, UnitFacts};
+
+/// One unit as the build sees it: where its source is, its name and id, what the cache knows of
+/// it, and the plan for it.
+pub(crate) struct Unit {
+    /// The source file.
+    pub source: PathBuf,
+    /// The source's name (see `roots`).
+    pub name: String,
+    /// The unit id (see `cache::key`).
+    pub id: String,
+    /// What the cache knows of it.
+    pub facts: UnitFacts,
+    /// What to do with it.
+    pub plan: UnitPlan,
+}
 
 /// What to do with one unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +32,13 @@ pub(crate) enum UnitPlan {
     Reuse { key: String, compiled_for: String },
     /// Compile it, here or (`distribute`) on the compile farm, because of `reason`.
     Compile { reason: Reason, distribute: bool },
+}
+
+impl UnitPlan {
+    /// Whether the unit is compiled (here or on the farm).
+    pub(crate) fn compiles(&self) -> bool {
+        matches!(self, UnitPlan::Compile { .. })
+    }
 }
 
 /// Why a unit is compiled.
@@ -64,18 +88,13 @@ impl fmt::Display for Reason {
 }
 
 /// The plan for a unit whose compile would use `identity` and `args` (pure).
-pub(crate) fn decide(
-    facts: &UnitFacts,
-    identity: &str,
-    args: &[String],
-    farm_up: bool,
-) -> UnitPlan {
+pub(crate) fn decide(facts: &UnitFacts, settings: &Settings, farm_up: bool) -> UnitPlan {
     let compile = |reason| UnitPlan::Compile {
         reason,
         distribute: farm_up,
     };
     let Some(recorded) = &facts.recorded else {
-        return compile(new_unit(facts.last.as_ref(), identity, args));
+        return compile(new_unit(facts.last.as_ref(), settings));
     };
     if let (Some(key), true) = (&recorded.key, recorded.cached) {
         return UnitPlan::Reuse {
@@ -92,11 +111,12 @@ pub(crate) fn decide(
 }
 
 /// Why a unit id never compiled before is new: compared with the last compile of its source.
-fn new_unit(last: Option<&LastCompile>, identity: &str, args: &[String]) -> Reason {
+fn new_unit(last: Option<&Settings>, now: &Settings) -> Reason {
     let Some(last) = last else {
         return Reason::FirstBuild;
     };
-    if last.identity != identity {
+    let args = &now.args;
+    if last.identity != now.identity {
         return Reason::CompilerChanged;
     }
     let added: Vec<String> = args
@@ -110,7 +130,7 @@ fn new_unit(last: Option<&LastCompile>, identity: &str, args: &[String]) -> Reas
         .filter(|a| !args.contains(a))
         .cloned()
         .collect();
-    if added.is_empty() && removed.is_empty() && last.args == args {
+    if added.is_empty() && removed.is_empty() && last.args == *args {
         // Same compiler, same arguments, same source name: the same unit id, whose record is
         // gone (a cleared cache).
         return Reason::FirstBuild;
@@ -121,7 +141,14 @@ fn new_unit(last: Option<&LastCompile>, identity: &str, args: &[String]) -> Reas
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compile::object_cache::Recorded;
+    use crate::compile::cache::Recorded;
+
+    fn settings(args: &[&str]) -> Settings {
+        Settings {
+            identity: "id".to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
 
     fn recorded(cached: bool, changed: Vec<Changed>) -> UnitFacts {
         UnitFacts {
@@ -137,13 +164,13 @@ mod tests {
         }
     }
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|a| a.to_string()).collect()
-    }
-
     #[test]
     fn a_cached_object_is_reused_whatever_changed_since_the_record() {
-        let plan = decide(&recorded(true, vec![Changed::Source]), "id", &[], false);
+        let plan = decide(
+            &recorded(true, vec![Changed::Source]),
+            &settings(&[]),
+            false,
+        );
         assert_eq!(
             plan,
             UnitPlan::Reuse {
@@ -170,7 +197,7 @@ mod tests {
         ] {
             for farm in [false, true] {
                 let UnitPlan::Compile { reason, distribute } =
-                    decide(&recorded(false, changed.clone()), "id", &[], farm)
+                    decide(&recorded(false, changed.clone()), &settings(&[]), farm)
                 else {
                     panic!("expected a compile")
                 };
@@ -181,22 +208,22 @@ mod tests {
 
     #[test]
     fn a_new_unit_says_what_differs_from_the_last_compile_of_its_source() {
-        let new = |last: Option<LastCompile>| {
+        let new = |last: Option<Settings>| {
             let facts = UnitFacts {
                 source: "crate/a.hip".to_string(),
                 recorded: None,
                 last,
             };
-            match decide(&facts, "id", &args(&["-O3", "-DX=2"]), false) {
+            match decide(&facts, &settings(&["-O3", "-DX=2"]), false) {
                 UnitPlan::Compile { reason, .. } => reason.to_string(),
                 other => panic!("{other:?}"),
             }
         };
         assert_eq!(new(None), "first build");
         let last = |identity: &str, a: &[&str]| {
-            Some(LastCompile {
+            Some(Settings {
                 identity: identity.to_string(),
-                args: args(a),
+                ..settings(a)
             })
         };
         assert_eq!(new(last("old", &["-O3", "-DX=2"])), "compiler changed");

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::compile::launcher::LauncherHits;
+use crate::compile::launcher::farm::FarmReport;
 use crate::compile::toolchain::HipToolchain;
-use crate::compile::{FarmReport, LauncherHits};
 
 /// One translation unit of a finished build.
 #[derive(Debug, Clone)]
@@ -72,8 +73,8 @@ impl CompileReport {
         let compiled = self.compiled();
         let launcher = match self.launcher_hits {
             Some(h) if compiled > 0 => format!(
-                "; ccache answered {} of the {compiled} compiles ({} from remote storage)",
-                h.hits, h.remote_hits
+                "; {} answered {} of the {compiled} compiles ({} from remote storage)",
+                h.launcher, h.hits, h.remote_hits
             ),
             _ => String::new(),
         };

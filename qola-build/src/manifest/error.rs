@@ -25,7 +25,7 @@ pub enum ManifestError {
         /// The manifest file.
         path: PathBuf,
         /// Every problem, in line order.
-        problems: Vec<crate::manifest::Problem>,
+        problems: Vec<crate::manifest::problem::Problem>,
     },
 
     /// `[[mha_fwd_variants]]` or `[[mha_bwd_variants]]` cannot be turned into CK filters.
@@ -56,7 +56,10 @@ impl ManifestError {
     }
 }
 
-fn manifest_problems(path: &std::path::Path, problems: &[crate::manifest::Problem]) -> String {
+fn manifest_problems(
+    path: &std::path::Path,
+    problems: &[crate::manifest::problem::Problem],
+) -> String {
     let mut out = String::new();
     for p in problems {
         let _ = write!(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use toml::de::DeTable;
 
-use super::read::Reader;
+use crate::manifest::reader::Reader;
 
 /// Which API a variant section describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

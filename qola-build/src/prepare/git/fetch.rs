@@ -9,7 +9,7 @@ use git2::{Oid, Repository};
 
 use crate::build_script::Env;
 use crate::common::hooks::Hooks;
-use crate::prepare::git::checkout::pin_config;
+use crate::prepare::git::config::pin_config;
 use crate::prepare::git::git_cli::GitCli;
 use crate::prepare::git::url::is_local_url;
 use crate::prepare::report::error::io_error;

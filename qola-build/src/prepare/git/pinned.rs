@@ -8,10 +8,13 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
 use crate::common::text::join;
-use crate::prepare::git::checkout::{open_detached_submodule, open_submodule};
+use crate::prepare::git::config::{pin_config, relative_path, set_config, set_origin};
 use crate::prepare::git::fetch::{Network, Reach, ensure_commit};
 use crate::prepare::git::state::{
     Entry, FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK, PathState,
+};
+use crate::prepare::git::submodule::{
+    Parent, open_detached_submodule, open_submodule, write_gitdir_link,
 };
 use crate::prepare::git::url::resolve_relative_url;
 use crate::prepare::report::error::io_error;
@@ -185,7 +188,11 @@ impl Pinned {
                 let (repo, fresh) = match open_submodule(&workdir) {
                     Some(repo) => (repo, false),
                     None => {
-                        match open_detached_submodule(parent, &path, &name, &sub_url, net, root)? {
+                        let parent = Parent {
+                            gitdir: parent.repo.path(),
+                            workdir: &parent.workdir,
+                        };
+                        match open_detached_submodule(&parent, &path, &name, &sub_url, net, root)? {
                             Reach::Got(repo) => (repo, true),
                             Reach::NeedsFetch(what) => return Ok(Reach::NeedsFetch(what)),
                         }
@@ -405,5 +412,55 @@ fn tree_entry(
         Ok(entry) => Ok(Some(entry)),
         Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
         Err(e) => Err(git_error(&format!("look up {rel}"), workdir)(e)),
+    }
+}
+
+impl PinnedRepo {
+    /// Restores a submodule's `.git` link file when a checkout of its parent removed it (libgit2
+    /// clears a submodule directory the parent's work tree does not know yet).
+    pub(crate) fn ensure_gitdir_link(&self) -> Result<()> {
+        if self.path.is_empty() || self.workdir.join(".git").exists() {
+            return Ok(());
+        }
+        write_gitdir_link(&self.workdir, self.repo.path())
+    }
+}
+
+impl Pinned {
+    /// Writes what connects each repository as git lays it out, where it differs: `origin` at
+    /// its URL (a changed `aiter_url` reaches the submodules), a submodule's `.git` link file, its
+    /// `core.worktree` (the layout git uses: both relative) and its URL in the parent's config.
+    /// Called only when the tree is written: a refused run writes none of it.
+    pub(crate) fn attach(&mut self, root: &Path) -> Result<()> {
+        for i in 0..self.repos.len() {
+            let repo = &self.repos[i];
+            set_origin(&repo.repo, &repo.url, &repo.workdir)?;
+            pin_config(&repo.repo, &repo.workdir)?;
+            let Some(name) = &repo.name else {
+                continue;
+            };
+            repo.ensure_gitdir_link()?;
+            let to_workdir = relative_path(repo.repo.path(), &repo.workdir)
+                .to_string_lossy()
+                .into_owned();
+            let gitdir = repo.repo.path().to_path_buf();
+            set_config(&repo.repo, "core.worktree", &to_workdir, &gitdir)?;
+            let parent = self.repos[..i]
+                .iter()
+                .rfind(|p| p.path.is_empty() || repo.path.starts_with(&format!("{}/", p.path)))
+                .expect("a submodule has a parent");
+            set_config(
+                &parent.repo,
+                &format!("submodule.{name}.url"),
+                &repo.url,
+                root,
+            )?;
+            // Opened from its git directory, it may not know its work tree yet (`git submodule
+            // deinit` unsets `core.worktree`): open it again through the link.
+            let workdir = repo.workdir.clone();
+            self.repos[i].repo =
+                Repository::open(&workdir).map_err(git_error("open the submodule", &workdir))?;
+        }
+        Ok(())
     }
 }

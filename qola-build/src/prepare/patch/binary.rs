@@ -3,8 +3,7 @@
 
 use std::io::{Read, Write};
 
-use super::BinaryData;
-use super::parse::ParseError;
+use super::model::{BinaryData, ParseError};
 
 const ALPHABET: &[u8; 85] =
     b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::series::{PatchFile, Series};
+use super::model::{PatchFile, Series};
 
 /// The series, in order: file name and content.
 const PATCHES: &[(&str, &[u8])] = &[

@@ -13,9 +13,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use super::series::{PatchFile, PristineTree, Series, apply_series};
-use super::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
+use super::model::{PatchFile, Series};
+use super::parse::parse_patch;
+use super::series::{PristineTree, SeriesSource, apply_series, load_series};
 use crate::prepare::git::pinned::Pristine;
+use crate::prepare::git::state::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
 use crate::prepare::report::error::Result;
 
 /// How many mutated cases one run checks.
@@ -450,10 +452,10 @@ fn mutated_real_patches_are_refused_or_give_git_applys_tree() {
 #[test]
 fn every_patch_of_qolas_own_series_parses() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-build/patches/aiter");
-    let series = super::load_series(&super::SeriesSource::Dir(dir.clone())).unwrap();
+    let series = load_series(&SeriesSource::Dir(dir.clone())).unwrap();
     assert!(series.patches.len() >= 5);
     for patch in &series.patches {
-        super::parse_patch(&patch.name, &patch.bytes)
+        parse_patch(&patch.name, &patch.bytes)
             .unwrap_or_else(|e| panic!("{} line {}: {}", patch.name, e.line, e.message));
     }
 }

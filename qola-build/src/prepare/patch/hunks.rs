@@ -5,7 +5,7 @@
 //! hunk without trailing context at the end. A hunk applied elsewhere than its header says is
 //! reported with its offset.
 
-use super::{Hunk, LineKind};
+use super::model::{Hunk, LineKind};
 
 /// Hunks applied: the new content and each non-zero offset (hunk header, lines moved).
 pub(super) struct Applied {
@@ -128,8 +128,8 @@ fn find_position(
 
 #[cfg(test)]
 mod tests {
-    use super::super::Body;
-    use super::super::parse_patch;
+    use super::super::model::Body;
+    use super::super::parse::parse_patch;
     use super::*;
 
     fn hunks(patch: &str) -> Vec<Hunk> {

@@ -10,108 +10,15 @@ mod bundled;
 #[cfg(test)]
 mod fuzz;
 mod hunks;
+mod model;
 mod parse;
 mod series;
 
-pub(crate) use crate::prepare::git::state::{
-    FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK,
-};
+pub(crate) use crate::prepare::git::state::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK};
 pub(crate) use binary::encode_literal;
 pub(crate) use bundled::{spec_excluded, written_for};
-pub(crate) use parse::parse_patch;
 #[cfg(test)]
-pub(crate) use series::PatchFile;
-pub(crate) use series::{Applied, PristineTree, Series, SeriesSource, apply_series, load_series};
-
-/// One patch file, parsed.
-#[derive(Debug, Clone)]
-pub(crate) struct Patch {
-    /// The patch's file name (as it appears in the series).
-    pub name: String,
-    /// The file sections, in the order they appear.
-    pub files: Vec<FilePatch>,
-}
-
-/// The changes a patch makes to one file.
-#[derive(Debug, Clone)]
-pub(crate) struct FilePatch {
-    /// Path before the change (`None`: the file is created).
-    pub old_path: Option<String>,
-    /// Path after the change (`None`: the file is deleted).
-    pub new_path: Option<String>,
-    /// Mode before the change, when the patch says.
-    pub old_mode: Option<u32>,
-    /// Mode after the change, when the patch says.
-    pub new_mode: Option<u32>,
-    /// A copy (`copy from`/`copy to`) keeps the old path; a rename removes it.
-    pub copy: bool,
-    /// Full or abbreviated blob id before the change, from the `index` line.
-    pub old_id: Option<String>,
-    /// The content change.
-    pub body: Body,
-}
-
-impl FilePatch {
-    /// The path used in messages: the new path, or the old one for a deletion.
-    pub fn display_path(&self) -> &str {
-        self.new_path
-            .as_deref()
-            .or(self.old_path.as_deref())
-            .unwrap_or("?")
-    }
-}
-
-/// The content part of a file section.
-#[derive(Debug, Clone)]
-pub(crate) enum Body {
-    /// No content change (pure mode change, rename, empty new file).
-    None,
-    /// Unified-diff hunks.
-    Text(Vec<Hunk>),
-    /// A `GIT binary patch` (its forward data; the reverse block is checked and dropped).
-    Binary(BinaryData),
-    /// `Binary files a/x and b/x differ`: no data to apply.
-    BinaryWithoutData,
-}
-
-/// One `@@ -a,b +c,d @@` hunk.
-#[derive(Debug, Clone)]
-pub(crate) struct Hunk {
-    /// The header line as written (without the newline), for messages.
-    pub header: String,
-    /// 1-based start line in the old file (0 for an empty old side).
-    pub old_start: usize,
-    /// 1-based start line in the new file.
-    pub new_start: usize,
-    /// The hunk's lines.
-    pub lines: Vec<HunkLine>,
-}
-
-/// One line of a hunk, with its line ending (absent after `\ No newline at end of file`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HunkLine {
-    /// Context, removal or addition.
-    pub kind: LineKind,
-    /// The line's bytes including its `\n` when it has one.
-    pub text: Vec<u8>,
-}
-
-/// The role of a hunk line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LineKind {
-    /// ` ` line: present before and after.
-    Context,
-    /// `-` line: present before only.
-    Remove,
-    /// `+` line: present after only.
-    Add,
-}
-
-/// Inflated data of one side of a git binary patch.
-#[derive(Debug, Clone)]
-pub(crate) enum BinaryData {
-    /// The whole new content.
-    Literal(Vec<u8>),
-    /// A git delta against the old content.
-    Delta(Vec<u8>),
-}
+pub(crate) use model::PatchFile;
+pub(crate) use model::Series;
+pub(crate) use parse::parse_patch;
+pub(crate) use series::{Applied, PristineTree, SeriesSource, apply_series, load_series};

@@ -4,14 +4,7 @@
 //! signature is never taken for a removed line.
 
 use super::binary::decode_binary_block;
-use super::{Body, FilePatch, Hunk, HunkLine, LineKind, Patch};
-
-/// A parse error: the 1-based line and what is wrong there.
-#[derive(Debug)]
-pub(crate) struct ParseError {
-    pub line: usize,
-    pub message: String,
-}
+use super::model::{Body, FilePatch, Hunk, HunkLine, LineKind, ParseError, Patch};
 
 type Result<T> = std::result::Result<T, ParseError>;
 

@@ -8,37 +8,13 @@ use std::path::{Path, PathBuf};
 
 use super::binary::apply_delta;
 use super::hunks::apply_hunks;
-use super::{
-    BinaryData, Body, FileContent, FilePatch, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK,
-    Patch,
-};
+use super::model::{BinaryData, Body, FilePatch, LineKind, Patch, PatchFile, Series};
+use super::parse::parse_patch;
 use crate::prepare::git::pinned::Pristine;
-use crate::prepare::git::state::blob_id;
+use crate::prepare::git::state::{
+    FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK, blob_id,
+};
 use crate::prepare::report::error::{PrepareError, Result};
-
-/// One patch file of the series, as bytes.
-#[derive(Debug, Clone)]
-pub(crate) struct PatchFile {
-    /// File name (the series order is the byte order of these names).
-    pub name: String,
-    /// Full path.
-    pub path: PathBuf,
-    /// Content.
-    pub bytes: Vec<u8>,
-}
-
-/// The series as found on disk.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Series {
-    /// The directory, when there is one.
-    pub dir: Option<PathBuf>,
-    /// qola's own series (compiled in): its files are not a build's inputs.
-    pub bundled: bool,
-    /// The patches in order.
-    pub patches: Vec<PatchFile>,
-    /// What reading the directory passed over (hidden files named `*.patch`), to say once.
-    pub warnings: Vec<String>,
-}
 
 /// Where a preparation's series comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,7 +133,7 @@ pub(crate) fn apply_series(
     let mut offsets = Vec::new();
     for file in &series.patches {
         let patch =
-            super::parse_patch(&file.name, &file.bytes).map_err(|e| PrepareError::PatchSyntax {
+            parse_patch(&file.name, &file.bytes).map_err(|e| PrepareError::PatchSyntax {
                 patch: file.path.clone(),
                 line: e.line,
                 message: e.message,
@@ -275,9 +251,9 @@ fn is_dirty_submodule_marker(section: &FilePatch) -> bool {
         };
         let id = id.strip_suffix("-dirty").unwrap_or(id).to_string();
         match line.kind {
-            super::LineKind::Remove => ids[0].push(id),
-            super::LineKind::Add => ids[1].push(id),
-            super::LineKind::Context => return false,
+            LineKind::Remove => ids[0].push(id),
+            LineKind::Add => ids[1].push(id),
+            LineKind::Context => return false,
         }
     }
     !ids[0].is_empty() && ids[0] == ids[1]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use crate::compile::farm::server::Server;
+use crate::compile::launcher::farm::server::Server;
 
 /// The scheduler's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,27 +51,37 @@ pub(crate) fn ask(server: &Server) -> Result<SchedulerStatus, String> {
 
 /// sccache's counters: its cache's answers, and distributed and local compiles.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct DistStats {
+pub(crate) struct SccacheStats {
     pub cache_hits: u64,
+    pub cache_misses: u64,
+    /// Its cache is not on this machine's disk (Redis, WebDAV, S3, ...): every hit is remote.
+    pub remote: bool,
     pub compilations: u64,
     pub dist_compiles: BTreeMap<String, u64>,
     pub dist_errors: u64,
 }
 
-impl DistStats {
+impl SccacheStats {
     /// Parses `sccache --show-stats --stats-format=json`.
-    pub(crate) fn parse(text: &str) -> Option<DistStats> {
+    pub(crate) fn parse(text: &str) -> Option<SccacheStats> {
         let value: serde_json::Value = serde_json::from_str(text).ok()?;
         let stats = value.get("stats")?;
-        let cache_hits = stats
-            .get("cache_hits")?
-            .get("counts")?
-            .as_object()?
-            .values()
-            .filter_map(|v| v.as_u64())
-            .sum();
-        Some(DistStats {
-            cache_hits,
+        let counts = |name: &str| -> Option<u64> {
+            Some(
+                stats
+                    .get(name)?
+                    .get("counts")?
+                    .as_object()?
+                    .values()
+                    .filter_map(|v| v.as_u64())
+                    .sum(),
+            )
+        };
+        let location = value.get("cache_location").and_then(|l| l.as_str());
+        Some(SccacheStats {
+            cache_hits: counts("cache_hits")?,
+            cache_misses: counts("cache_misses").unwrap_or(0),
+            remote: location.is_some_and(|l| !l.starts_with("Local disk")),
             compilations: stats.get("compilations")?.as_u64()?,
             dist_compiles: stats
                 .get("dist_compiles")?
@@ -84,18 +94,18 @@ impl DistStats {
     }
 
     /// Reads them from `server` (`--show-stats`).
-    pub(crate) fn read(server: &Server) -> Option<DistStats> {
+    pub(crate) fn read(server: &Server) -> Option<SccacheStats> {
         let out = server
             .client()
             .args(["--show-stats", "--stats-format=json"])
             .stderr(Stdio::null())
             .output()
             .ok()?;
-        DistStats::parse(&String::from_utf8_lossy(&out.stdout))
+        SccacheStats::parse(&String::from_utf8_lossy(&out.stdout))
     }
 
-    /// What happened between `self` and `later`.
-    pub(crate) fn since(&self, later: &DistStats) -> FarmReport {
+    /// What the farm did between `self` and `later`.
+    pub(crate) fn since(&self, later: &SccacheStats) -> FarmReport {
         let mut servers = 0;
         let mut distributed = 0;
         for (server, &count) in &later.dist_compiles {

@@ -6,7 +6,7 @@
 //!
 //! The memory a unit needs is estimated, in this order: `QOLA_JOB_MEMORY_MB`; the peak measured
 //! when the units about to compile were last compiled (kept in qola's object cache, see
-//! `object_cache`), raised to the build's default for units never measured; the build's default
+//! `cache`), raised to the build's default for units never measured; the build's default
 //! ([`crate::HipBuild::memory_per_job`]). The cap is `MemAvailable` (from `/proc/meminfo`, read
 //! once per build) divided by that estimate, never below one. The build log's first line says
 //! how many ran at once and why.

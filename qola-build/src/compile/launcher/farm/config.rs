@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::build_script::Env;
 use crate::common::io::write_if_changed;
-use crate::compile::farm::error::{FarmError, Result, io_error};
+use crate::compile::launcher::farm::error::{FarmError, Result, io_error};
 
 /// The user's sccache config, when it has a `[dist]` section.
 #[derive(Debug, Clone)]

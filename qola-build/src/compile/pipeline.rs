@@ -1,38 +1,28 @@
-//! Planning and running a build: [`HipBuild::try_plan`] and [`HipBuild::try_compile`].
+//! [`HipBuild::try_plan`] and [`HipBuild::try_compile`]: the whole pipeline, in order.
 //!
-//! Both look each unit up once in the object cache ([`ObjectCache::facts`]) and ask the pure
-//! [`plan::decide`] what to do with it; `try_plan` says so, `try_compile` does it through the
-//! steps in `execute`: compiles the units the plan compiles (in the links' directory of the
-//! roots, every path by its name), stores their objects, links the library, and writes the log,
-//! the Cargo directives and the cache's statistics.
+//! 1. [`Resolved::new`]: output directory, cache, compiler, architectures (probed), roots and
+//!    arguments as names, the launcher, parallelism limits, the cache's size.
+//! 2. [`HipBuild::units`]: each unit looked up once in the object cache and planned by the pure
+//!    [`plan::decide`] (reuse, compile, or distribute, with the reason); the farm is asked only
+//!    when something compiles.
+//! 3. `try_plan` says so; `try_compile` acts through the steps of `execute`: stage (a job per
+//!    unit to compile), run (in the links' directory, the log written as each ends), store (each
+//!    object under its key), link, watch the inputs, evict, record the build's statistics, and
+//!    finish the log.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::build_script::{Directives, Env};
-use crate::common::io::write_atomic;
-use crate::common::text::shell_quote;
 use crate::common::time::{unix_now, utc_timestamp};
-use crate::compile::error::{CompileError, Result};
-use crate::compile::object_cache::{BuildStats, ObjectCache, UnitFacts, unit_id};
-use crate::compile::plan::{self, UnitPlan};
+use crate::compile::cache::{BuildStats, ObjectCache};
+use crate::compile::error::Result;
+use crate::compile::launcher::farm;
+use crate::compile::plan::{self, Unit, UnitPlan};
 use crate::compile::report::{CompilePlan, CompileReport, PlannedUnit};
 use crate::compile::resolve::{Resolved, full_path};
-use crate::compile::{HipBuild, execute, farm, link, memory, progress};
-
-/// One unit as the build sees it: where its source is, its name and id, and the plan for it.
-pub(super) struct Unit {
-    /// The source file.
-    pub source: PathBuf,
-    /// The source's name (see `roots`).
-    pub name: String,
-    /// The unit id (see `object_cache`).
-    pub id: String,
-    /// What the cache knows of it.
-    pub facts: UnitFacts,
-    /// What to do with it.
-    pub plan: UnitPlan,
-}
+use crate::compile::run::{memory, progress};
+use crate::compile::{HipBuild, execute, link};
 
 impl HipBuild {
     /// Every unit of the build, looked up once, with the plan for it; the farm is asked only
@@ -48,9 +38,9 @@ impl HipBuild {
         for file in &self.files {
             let source = full_path(file)?;
             let name = resolved.roots.name(&source);
-            let id = unit_id(&resolved.toolchain.identity, &resolved.args, &name);
-            let facts = objects.facts(&id, library, &name, &resolved.roots);
-            let plan = plan::decide(&facts, &resolved.toolchain.identity, &resolved.args, false);
+            let id = crate::compile::cache::key::unit_id(&resolved.settings, &name);
+            let facts = objects.facts(&id, library, &name, &resolved.settings, &resolved.roots);
+            let plan = plan::decide(&facts, &resolved.settings, false);
             units.push(Unit {
                 source,
                 name,
@@ -59,19 +49,11 @@ impl HipBuild {
                 plan,
             });
         }
-        if units
-            .iter()
-            .any(|u| matches!(u.plan, UnitPlan::Compile { .. }))
-        {
-            resolved.join_farm(env)?;
-            let up = matches!(resolved.farm, farm::Farm::Up { .. });
+        if units.iter().any(|u| u.plan.compiles()) {
+            resolved.ask_farm(env)?;
+            let up = matches!(resolved.launcher.farm(), farm::Farm::Up { .. });
             for unit in &mut units {
-                unit.plan = plan::decide(
-                    &unit.facts,
-                    &resolved.toolchain.identity,
-                    &resolved.args,
-                    up,
-                );
+                unit.plan = plan::decide(&unit.facts, &resolved.settings, up);
             }
         }
         Ok(units)
@@ -84,7 +66,8 @@ impl HipBuild {
         objects: &ObjectCache,
         to_compile: &[&str],
     ) -> memory::Parallelism {
-        if let (Some(capacity), farm::Farm::Up { servers, cpus }) = (r.farm.capacity(), &r.farm) {
+        let farm = r.launcher.farm();
+        if let (Some(capacity), farm::Farm::Up { servers, cpus }) = (farm.capacity(), farm) {
             // Remote compiles use neither the local cores nor the local memory.
             return memory::Parallelism {
                 jobs: capacity,
@@ -104,7 +87,7 @@ impl HipBuild {
     pub fn try_plan(&self, name: &str) -> Result<CompilePlan> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let mut r = self.resolve(&env)?;
+        let mut r = Resolved::new(self, &env)?;
         let mut objects = ObjectCache::open(r.cache.join(crate::cache::OBJECTS));
         let units = self.units(&mut r, &env, name, &mut objects)?;
         let mut planned = Vec::new();
@@ -135,7 +118,7 @@ impl HipBuild {
         }
         let to_compile: Vec<&str> = units
             .iter()
-            .filter(|u| matches!(u.plan, UnitPlan::Compile { .. }))
+            .filter(|u| u.plan.compiles())
             .map(|u| u.id.as_str())
             .collect();
         let parallelism = self.parallelism(&r, &objects, &to_compile);
@@ -169,14 +152,11 @@ impl HipBuild {
         let start = Instant::now();
         let directives = Directives::new(self.cargo_metadata);
         let env = Env::new(&directives);
-        let mut resolved = self.resolve(&env)?;
+        let mut resolved = Resolved::new(self, &env)?;
         let mut objects = ObjectCache::open(resolved.cache.join(crate::cache::OBJECTS));
         let units = self.units(&mut resolved, &env, name, &mut objects)?;
-        if units
-            .iter()
-            .any(|u| matches!(u.plan, UnitPlan::Compile { .. }))
-        {
-            resolved.start_sccache_server();
+        if units.iter().any(|u| u.plan.compiles()) {
+            resolved.launcher.start();
         }
         let mut staged = execute::stage(&units, &resolved, &mut objects)?;
         let to_compile: Vec<&str> = staged
@@ -196,27 +176,11 @@ impl HipBuild {
         let ran = execute::run(&resolved, jobs, &parallelism, &log, log_units.clone(), echo)?;
         if let Some(failed) = ran.outcomes.iter().find(|o| o.failure.is_some()) {
             execute::remove_scratch(&staged.scratch);
-            let (code, stderr) = failed.failure.clone().expect("a failure");
-            let (code, stderr) = match &resolved.farm_command {
-                Some(_) => farm::compiler_status(code, &stderr),
-                None => (code, stderr),
-            };
-            let scratch = staged
-                .scratch
-                .iter()
-                .find(|s| s.unit == failed.unit)
-                .expect("the failed job's scratch entry");
-            return Err(failed_compile(
-                &resolved,
-                &staged.reports[failed.unit].source,
-                &scratch.argv,
-                code,
-                stderr,
-            )?);
+            return Err(execute::failed_compile(&resolved, &staged, failed)?);
         }
         execute::store(&mut objects, name, &units, &mut staged, &ran, &resolved)?;
         let reports = staged.reports;
-        let linked = self.link_library(&resolved, name, &reports)?;
+        let linked = execute::link_library(self, &resolved, name, &reports)?;
         execute::watch_inputs(&directives, &reports, &resolved.out_dir);
         let compiled = reports.iter().filter(|u| u.compiled).count();
         let evicted = if compiled > 0 {
@@ -243,57 +207,16 @@ impl HipBuild {
             elapsed: start.elapsed(),
             jobs: parallelism.jobs,
             jobs_reason: parallelism.reason,
-            launcher_hits: ran.launcher_hits,
-            farm: ran.farm,
-            farm_down: match &resolved.farm {
+            launcher_hits: ran.answered.hits,
+            farm: ran.answered.farm,
+            farm_down: match resolved.launcher.farm() {
                 farm::Farm::Down { why } => Some(why.clone()),
                 _ => None,
             },
             evicted,
         };
-        self.finish_log(&directives, ran.progress, &report, log_units)?;
+        let echo_summary = !self.cargo_metadata && self.terminal.is_some();
+        execute::finish_log(&directives, ran.progress, &report, log_units, echo_summary)?;
         Ok(report)
     }
-}
-
-/// The error of a compile that failed, with its exact command; writes `repro.sh` next to the log.
-fn failed_compile(
-    resolved: &Resolved,
-    source: &Path,
-    argv: &[String],
-    code: Option<i32>,
-    stderr: String,
-) -> Result<CompileError> {
-    let command = argv
-        .iter()
-        .map(|a| shell_quote(a))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let cwd = resolved.roots.dir();
-    let mut env_words: String = resolved
-        .launcher_env
-        .iter()
-        .map(|(k, v)| format!("{k}={} ", shell_quote(v)))
-        .collect();
-    if !env_words.is_empty() {
-        env_words.insert_str(0, "env ");
-    }
-    let repro = resolved.out_dir.join("repro.sh");
-    write_atomic(
-        &repro,
-        format!(
-            "#!/bin/sh\n# qola: the compile that failed ({}).\ncd {} && {env_words}{}\n",
-            source.display(),
-            shell_quote(&cwd.to_string_lossy()),
-            command
-        )
-        .as_bytes(),
-    )?;
-    Ok(CompileError::Compile {
-        source_file: source.to_path_buf(),
-        command: format!("(in {}) {command}", cwd.display()),
-        status: code,
-        stderr: stderr.trim().to_string(),
-        repro,
-    })
 }

@@ -39,11 +39,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
+pub(crate) use config::UserConfig;
 use error::{FarmError, Result};
 pub(crate) use server::Server;
 pub(crate) use server_error::compiler_status;
 pub use status::FarmReport;
-pub(crate) use status::{DistStats, SchedulerStatus};
+pub(crate) use status::{SccacheStats, SchedulerStatus};
 
 /// What the farm can do for a build: the decision, computed by [`decide`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,48 +95,80 @@ pub(crate) struct FarmCommand {
     pub server: Server,
 }
 
-/// Asks the farm and, when it is up, prepares the command (expanded flags, toolchain archive,
-/// qola's sccache config). `launcher` is the user's launcher (`sccache`, maybe with a path).
-/// The HIP compiler of the build, as the farm needs it.
+/// The HIP compile of a build, as the farm needs it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Compiler<'a> {
-    /// The compiler qola runs (`hipcc`, or a clang++ with HIP support).
-    pub path: &'a Path,
-    /// Whether it is a clang driver already (nothing to expand).
+pub(crate) struct Compile<'a> {
+    /// Whether the compiler is a clang driver already (nothing to expand).
     pub is_clang: bool,
+    /// The compile command shared by every unit (the compiler first).
+    pub command: &'a [String],
+    /// qola's cache (the toolchain archive, qola's sccache config).
+    pub cache: &'a Path,
+    /// A directory of the build's own (hipcc's expansion).
+    pub work: &'a Path,
 }
 
-pub(crate) fn prepare(
-    env: &Env,
-    launcher: &[String],
-    toolchain: &Compiler,
-    args: &[String],
-    cache: &Path,
-    work: &Path,
-    links: &Path,
-) -> Result<(Farm, Option<FarmCommand>)> {
-    let Some(program) = launcher.first() else {
-        return Ok((Farm::Off, None));
-    };
-    if !Path::new(program)
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("sccache"))
-        || launcher.len() > 1
-    {
-        return Ok((Farm::Off, None));
+/// The farm of a build: sccache with the user's `[dist]` config, compiling through the farm once
+/// [`Dist::start`] found it up (the launcher compiles with sccache here otherwise).
+#[derive(Debug)]
+pub(crate) struct Dist {
+    user: UserConfig,
+    state: Farm,
+    command: Option<FarmCommand>,
+}
+
+impl Dist {
+    /// The farm of `user`'s config.
+    pub(crate) fn new(user: UserConfig) -> Dist {
+        Dist {
+            user,
+            state: Farm::Off,
+            command: None,
+        }
     }
-    let Some(user) = config::UserConfig::read(env)? else {
-        return Ok((Farm::Off, None));
-    };
-    let sccache = PathBuf::from(program);
+
+    /// What the farm can do (`Off` until started).
+    pub(crate) fn state(&self) -> &Farm {
+        &self.state
+    }
+
+    /// The farm's command, when compiles go there.
+    pub(crate) fn command(&self) -> Option<&FarmCommand> {
+        self.command.as_ref()
+    }
+
+    /// Asks the farm through `sccache` and, when it is up, prepares the command (expanded flags,
+    /// toolchain archive, qola's sccache config, a server of qola's own with `sccache_env`).
+    pub(crate) fn start(
+        &mut self,
+        env: &Env,
+        compile: &Compile,
+        sccache: &Path,
+        sccache_env: &[(String, String)],
+    ) -> Result<()> {
+        let (state, command) = prepare(env, &self.user, sccache, sccache_env, compile)?;
+        self.state = state;
+        self.command = command;
+        Ok(())
+    }
+}
+
+/// Asks the farm and, when it is up, prepares its command.
+fn prepare(
+    env: &Env,
+    user: &UserConfig,
+    sccache: &Path,
+    sccache_env: &[(String, String)],
+    compile: &Compile,
+) -> Result<(Farm, Option<FarmCommand>)> {
     // Asked through a server of its own, stopped at once (the user's may run another config).
     let farm = decide(Some(
-        Server::start(&sccache, Some(&user.path), &[]).and_then(|server| status::ask(&server)),
+        Server::start(sccache, Some(&user.path), &[]).and_then(|server| status::ask(&server)),
     ));
     if !matches!(farm, Farm::Up { .. }) {
         return Ok((farm, None));
     }
-    let mut expanded = expand::expand(toolchain, args, work)?;
+    let mut expanded = expand::expand(compile.command, compile.is_clang, compile.work)?;
     // A sandboxed toolchain (its driver is not on this machine) goes to the farm when qola is
     // told its root and a command here that runs its driver.
     let root = env.var_os("QOLA_FARM_ROOT").map(PathBuf::from);
@@ -168,18 +201,13 @@ pub(crate) fn prepare(
             run: &run,
             args: &expanded.args,
         },
-        cache,
+        compile.cache,
     )?;
-    let config_path = config::write(&user, &run, &expanded.clang, &archive, cache)?;
+    let config_path = config::write(user, &run, &expanded.clang, &archive, compile.cache)?;
     expanded.args[0] = run.to_string_lossy().into_owned();
-    // Compiles run in the links' directory of the build's roots with every path by its name:
-    // sccache strips that directory too from what it hashes (its `basedirs`), unless told
-    // otherwise. (The server reads it when it starts.)
-    let mut extra = Vec::new();
-    if env.var("SCCACHE_BASEDIRS")?.is_none() {
-        extra.push(("SCCACHE_BASEDIRS".to_string(), links.display().to_string()));
-    }
-    let server = match Server::start(&sccache, Some(&config_path), &extra) {
+    // Compiles run in the links' directory with every path by its name: sccache strips that
+    // directory from what it hashes (`SCCACHE_BASEDIRS`, read when the server starts).
+    let server = match Server::start(sccache, Some(&config_path), sccache_env) {
         Ok(server) => server,
         Err(why) => return Ok((Farm::Down { why }, None)),
     };
@@ -199,7 +227,7 @@ pub(crate) fn prepare(
     }
     let mut full = vec!["env".to_string()];
     full.extend(server.env().iter().map(|(k, v)| format!("{k}={v}")));
-    full.push(program.clone());
+    full.push(sccache.to_string_lossy().into_owned());
     Ok((
         farm,
         Some(FarmCommand {

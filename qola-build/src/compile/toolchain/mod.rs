@@ -12,6 +12,9 @@ use std::process::Command;
 use crate::build_script::Env;
 use crate::compile::error::{CompileError, Result};
 
+pub(crate) mod archs;
+pub(crate) mod probe;
+
 /// Where a ROCm install keeps hipcc by default.
 const OPT_ROCM_HIPCC: &str = "/opt/rocm/bin/hipcc";
 

@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::toolchain::HipToolchain;
 use crate::common::io::write_atomic;
 use crate::compile::error::io_error;
 use crate::compile::error::{CompileError, Result};
@@ -20,19 +19,18 @@ pub(crate) enum ProbeAnswer {
 }
 
 /// Compiles an empty kernel with `command` (program first, then every argument but the source
-/// and `-o`), or reads the answer kept for the same `toolchain` and `key_command` (the command
-/// as it is known in every place: its roots by name) under `cache`. `scratch` holds the probe's
-/// files.
+/// and `-o`), or reads the answer kept for the same compiler (its `identity`) and `key_command`
+/// (the command as it is known in every place: its roots by name) under `cache`. `scratch` holds
+/// the probe's files.
 pub(crate) fn probe(
-    toolchain: &HipToolchain,
+    identity: &str,
     command: &[String],
     key_command: &[String],
     cache: Option<&Path>,
     scratch: &Path,
 ) -> Result<ProbeAnswer> {
     let key =
-        blake3::hash(format!("{}\0{}", toolchain.identity, key_command[1..].join("\0")).as_bytes())
-            .to_hex();
+        blake3::hash(format!("{identity}\0{}", key_command[1..].join("\0")).as_bytes()).to_hex();
     let record = cache.map(|c| c.join(crate::cache::PROBES).join(&key[..24]));
     if let Some(known) = record
         .as_ref()
@@ -57,7 +55,7 @@ pub(crate) fn probe(
         .arg(&object)
         .output()
         .map_err(|e| CompileError::HipCompilerUnusable {
-            path: toolchain.path.clone(),
+            path: command[0].clone().into(),
             why: format!("cannot run it: {e}"),
         })?;
     let _ = std::fs::remove_file(&object);

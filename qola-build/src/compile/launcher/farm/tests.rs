@@ -1,5 +1,5 @@
 use super::*;
-use status::DistStats;
+use status::SccacheStats;
 
 #[test]
 fn the_scheduler_status_gives_servers_and_cpus_or_the_reason_there_are_none() {
@@ -79,11 +79,11 @@ clang: note: the jobs"#;
 
 #[test]
 fn sccache_statistics_give_cache_answers_distributed_local_and_retried_compiles() {
-    let before = DistStats::parse(
+    let before = SccacheStats::parse(
         r#"{"stats":{"cache_hits":{"counts":{"C/C++":1}},"compilations":3,"dist_compiles":{"127.0.0.1:10501":2},"dist_errors":0}}"#,
     )
     .unwrap();
-    let after = DistStats::parse(
+    let after = SccacheStats::parse(
         r#"{"stats":{"cache_hits":{"counts":{"C/C++":4,"CUDA":1}},"compilations":14,"dist_compiles":{"127.0.0.1:10501":7,"127.0.0.1:10502":4},"dist_errors":1}}"#,
     )
     .unwrap();

@@ -6,8 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::farm::Compiler;
-use crate::compile::farm::error::{FarmError, Result, io_error};
+use crate::compile::launcher::farm::error::{FarmError, Result, io_error};
 
 /// The clang driver and the full compile arguments (the driver first), with the unit's source,
 /// object and depfile still to be appended as for `hipcc`.
@@ -21,10 +20,11 @@ pub(crate) struct Expanded {
 const SOURCE: &str = "qola-farm-probe-source.hip";
 
 /// Expands `args` (the compiler first, then the flags shared by every unit).
-pub(crate) fn expand(toolchain: &Compiler, args: &[String], work: &Path) -> Result<Expanded> {
-    if toolchain.is_clang {
+/// `is_clang`: the compiler is a clang driver already (nothing to expand).
+pub(crate) fn expand(args: &[String], is_clang: bool, work: &Path) -> Result<Expanded> {
+    if is_clang {
         return Ok(Expanded {
-            clang: toolchain.path.to_path_buf(),
+            clang: PathBuf::from(&args[0]),
             args: args.to_vec(),
         });
     }

@@ -12,8 +12,8 @@ use std::process::Command;
 
 use crate::build_script::Env;
 use crate::compile::error::{CompileError, Result};
-use crate::compile::probe::{ProbeAnswer, probe};
 use crate::compile::toolchain::HipToolchain;
+use crate::compile::toolchain::probe::{ProbeAnswer, probe};
 
 fn split(list: &str) -> Vec<String> {
     list.split([';', ','])
@@ -84,25 +84,24 @@ fn native() -> Result<Vec<String>> {
 }
 
 /// Checks that `toolchain` can compile for each of `archs` with the compile command `command`
-/// (program and flags, no architecture); answers are cached under `cache`. `scratch` is a
-/// directory for the probe's files.
+/// (program and flags, no architecture), known in every place as `named` (its roots by name);
+/// answers are cached under `cache`. `scratch` is a directory for the probe's files.
 pub(crate) fn validate(
     toolchain: &HipToolchain,
     command: &[String],
-    roots: &crate::compile::roots::Roots,
+    named: &[String],
     archs: &[String],
     cache: Option<&Path>,
     scratch: &Path,
 ) -> Result<()> {
     for arch in archs {
-        let mut probe_command = command.to_vec();
-        probe_command.extend([format!("--offload-arch={arch}"), "-c".to_string()]);
+        let for_arch = [format!("--offload-arch={arch}"), "-c".to_string()];
+        let probe_command: Vec<String> = command.iter().chain(&for_arch).cloned().collect();
         // Answers are kept by the command with roots by name: the same in every place.
-        let named: Vec<String> = std::iter::once(command[0].clone())
-            .chain(probe_command[1..].iter().map(|a| roots.rewrite_arg(a)))
-            .collect();
+        let named: Vec<String> = named.iter().chain(&for_arch).cloned().collect();
+        let identity = &toolchain.identity;
         let ProbeAnswer::Rejected(stderr) =
-            probe(toolchain, &probe_command, &named, cache, scratch)?
+            probe(identity, &probe_command, &named, cache, scratch)?
         else {
             continue;
         };
@@ -114,7 +113,7 @@ pub(crate) fn validate(
             format!("--offload-arch={arch}"),
             "-c".to_string(),
         ];
-        if probe(toolchain, &bare, &bare, cache, scratch)? == ProbeAnswer::Accepted {
+        if probe(identity, &bare, &bare, cache, scratch)? == ProbeAnswer::Accepted {
             return Err(CompileError::RejectedFlags {
                 flags: command[1..].join(" "),
                 compiler: toolchain.path.clone(),

@@ -14,10 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::jobs::{Job, Outcome};
+use crate::common::io::{IoError, io_error};
 use crate::common::text::shell_quote;
-use crate::compile::error::Result;
-use crate::compile::error::io_error;
 
 /// Where progress is shown besides the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +72,7 @@ impl Progress {
         total: usize,
         jobs: usize,
         echo: Echo,
-    ) -> Result<Progress> {
+    ) -> Result<Progress, IoError> {
         let mut file = std::fs::File::create(path).map_err(io_error("create the log", path))?;
         writeln!(file, "jobs: {jobs_reason}").map_err(io_error("write the log", path))?;
         echo.say(&format!(
@@ -92,17 +90,18 @@ impl Progress {
         })
     }
 
-    /// A compile starts: its command (`-vv`).
-    pub(crate) fn started(&self, job: &Job) {
+    /// A compile starts: its command `argv` (`-vv`).
+    pub(crate) fn started(&self, argv: &[String]) {
         if matches!(self.echo, Echo::BuildScript | Echo::TerminalVerbose) {
-            let command: Vec<String> = job.argv.iter().map(|a| shell_quote(a)).collect();
+            let command: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
             self.echo
                 .say(&format!("qola: running {}", command.join(" ")));
         }
     }
 
-    /// A compile ended: one line, flushed.
-    pub(crate) fn ended(&self, outcome: &Outcome) {
+    /// The compile of unit `unit` ended (`failed` or not, after `elapsed`, at `peak` bytes): one
+    /// line, flushed.
+    pub(crate) fn ended(&self, unit: usize, failed: bool, elapsed: Duration, peak: Option<u64>) {
         let mut guard = self.file.lock().expect("log lock");
         guard.1 += 1;
         let done = guard.1;
@@ -112,14 +111,10 @@ impl Progress {
         let line = format!(
             "{} ({done}/{} done, {:.0}s so far, about {} left)",
             unit_line(
-                if outcome.failure.is_some() {
-                    "failed"
-                } else {
-                    "compiled"
-                },
-                outcome.elapsed,
-                outcome.peak_memory,
-                &self.units[outcome.unit],
+                if failed { "failed" } else { "compiled" },
+                elapsed,
+                peak,
+                &self.units[unit],
             ),
             self.total,
             spent.as_secs_f64(),
@@ -130,7 +125,7 @@ impl Progress {
     }
 
     /// The reused units (by index) and the summary close the log.
-    pub(crate) fn finish(self, reused: &[usize], summary: &str) -> Result<()> {
+    pub(crate) fn finish(self, reused: &[usize], summary: &str) -> Result<(), IoError> {
         let (mut file, _) = self.file.into_inner().expect("log lock");
         let mut text = String::new();
         for &unit in reused {

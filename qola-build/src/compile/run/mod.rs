@@ -9,6 +9,9 @@
 //! largest resident set of the command or any process it waited for (the compiler proper, under
 //! hipcc and launchers). Those peaks become the per-unit memory estimates of later builds.
 
+pub(crate) mod memory;
+pub(crate) mod progress;
+
 use std::collections::VecDeque;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -10,7 +10,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::farm::error::{FarmError, Result, io_error};
+use crate::compile::launcher::farm::error::{FarmError, Result, io_error};
 
 fn farm_error(problem: String) -> FarmError {
     FarmError::Problem(problem)

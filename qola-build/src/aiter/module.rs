@@ -1,0 +1,391 @@
+//! One module of the prepared tree, ready to compile (see the folder's docs for the flags and
+//! the one decision that differs from AITER): its recipe with the manifest's overrides, its
+//! generated code, its includes in AITER's order and AITER's flags for this compiler.
+
+use std::path::{Path, PathBuf};
+
+use crate::aiter::codegen::{self, Generated};
+use crate::aiter::error::AiterError;
+use crate::aiter::error::Result;
+use crate::aiter::recipe::{self, AiterPaths, ModuleRecipe};
+use crate::build_script::Env;
+use crate::compile::toolchain::HipToolchain;
+use crate::manifest::Module;
+
+/// The oldest HIP whose clang compiles composable_kernel's tile code.
+const MIN_CK_HIP: (u32, u32) = (6, 0);
+
+/// `(major, minor, patch)` of a `HIP version:` string such as `6.4.43484-9999`.
+pub(crate) fn hip_version(toolchain: &HipToolchain) -> Option<(u32, u32, u32)> {
+    let text = toolchain.hip_version.as_deref()?;
+    let mut parts = text
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<u32>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
+}
+
+/// Fails with one clear line when the compiler is too old for composable_kernel.
+pub fn check_ck_toolchain(toolchain: &HipToolchain) -> Result<()> {
+    let found = hip_version(toolchain);
+    match found {
+        Some((major, minor, _)) if (major, minor) >= MIN_CK_HIP => Ok(()),
+        _ => Err(AiterError::ToolchainTooOld {
+            needed: format!("{}.{}", MIN_CK_HIP.0, MIN_CK_HIP.1),
+            found: found.map_or("an unknown HIP version".to_string(), |(a, b, _)| {
+                format!("{a}.{b}")
+            }),
+            compiler: toolchain.path.clone(),
+        }),
+    }
+}
+
+/// `core.py`'s HIP flags for a HIP version (each entry may hold two words).
+fn core_hip_flags(version: (u32, u32, u32)) -> Vec<&'static str> {
+    let mut flags = vec![
+        "-DLEGACY_HIPBLAS_DIRECT",
+        "-DUSE_PROF_API=1",
+        "-D__HIP_PLATFORM_HCC__=1",
+        "-D__HIP_PLATFORM_AMD__=1",
+        "-U__HIP_NO_HALF_CONVERSIONS__",
+        "-U__HIP_NO_HALF_OPERATORS__",
+        "-mllvm --amdgpu-kernarg-preload-count=16",
+        "-Wno-unused-result",
+        "-Wno-switch-bool",
+        "-Wno-vla-cxx-extension",
+        "-Wno-undefined-func-template",
+        "-Wno-macro-redefined",
+        "-Wno-missing-template-arg-list-after-template-kw",
+        "-fgpu-flush-denormals-to-zero",
+    ];
+    if version <= (6, 3, 42132) {
+        flags.push("-mllvm --amdgpu-enable-max-ilp-scheduling-strategy=1");
+    }
+    if version > (5, 5, 0) {
+        flags.push("-mllvm --lsr-drop-solution=1");
+    }
+    if version > (5, 7, 23302) {
+        flags.push("-fno-offload-uniform-block");
+    }
+    if version > (6, 1, 40090) {
+        flags.push("-mllvm -enable-post-misched=0");
+    }
+    if version > (6, 2, 41132) {
+        flags.push("-mllvm -amdgpu-early-inline-all=true");
+        flags.push("-mllvm -amdgpu-function-calls=false");
+    }
+    if version > (6, 2, 41133) {
+        flags.push("-mllvm -amdgpu-coerce-illegal-types=1");
+    }
+    flags
+}
+
+/// Whether the compiler accepts `flag` (an `-mllvm` option), probed once and cached.
+fn flag_supported(
+    toolchain: &HipToolchain,
+    flag: &str,
+    arch: &str,
+    cache: &Path,
+    scratch: &Path,
+) -> Result<bool> {
+    let mut command: Vec<String> = [
+        toolchain.path.to_string_lossy().into_owned(),
+        "-x".to_string(),
+        "hip".to_string(),
+        format!("--offload-arch={arch}"),
+        "-c".to_string(),
+    ]
+    .into();
+    command.extend(flag.split_whitespace().map(String::from));
+    let answer = crate::compile::toolchain::probe::probe(
+        &toolchain.identity,
+        &command,
+        &command,
+        Some(cache),
+        scratch,
+    )?;
+    Ok(answer == crate::compile::toolchain::probe::ProbeAnswer::Accepted)
+}
+
+/// A module of the prepared tree, ready to compile: its generated and listed sources, include
+/// directories in AITER's order and AITER's flags.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AiterModule {
+    /// The recipe after the manifest's overrides.
+    pub recipe: ModuleRecipe,
+    /// What each generator produced.
+    pub generated: Vec<Generated>,
+    /// Every source to compile, sorted (listed sources, then generated `.cpp`/`.cu`/`.hip`).
+    pub sources: Vec<PathBuf>,
+    /// Include directories in AITER's order.
+    pub includes: Vec<PathBuf>,
+    /// Compile flags, one argument each, without architectures and includes.
+    pub flags: Vec<String>,
+    /// Flags dropped because the compiler does not know them.
+    pub dropped_flags: Vec<String>,
+    /// The compiler the flags were chosen (and probed) for.
+    pub toolchain: HipToolchain,
+    /// The AITER tree it was prepared from (the build's root `aiter`).
+    pub root: PathBuf,
+    /// Where its code was generated (the build's root `gen`).
+    pub gen_dir: PathBuf,
+}
+
+impl AiterModule {
+    /// A [`crate::compile::HipBuild`] of this module's sources with AITER's includes and flags;
+    /// the AITER tree and the generated code are its roots `aiter` and `gen`, so the units
+    /// compile once wherever the tree and the output directory are.
+    pub fn hip_build(&self) -> crate::compile::HipBuild {
+        let mut build = crate::compile::HipBuild::new();
+        build
+            .compiler(&self.toolchain.path)
+            .files(&self.sources)
+            .root("aiter", &self.root)
+            .root("gen", &self.gen_dir)
+            .memory_per_job(CK_UNIT_MEMORY);
+        for dir in &self.includes {
+            build.include(dir);
+        }
+        for flag in &self.flags {
+            build.flag(flag);
+        }
+        build
+    }
+}
+
+/// The memory one composable_kernel unit needs to compile, with headroom: 0.4–1.2 GB measured
+/// for gfx942 fmha instances with clang 21 (BENCHMARKS.md).
+pub const CK_UNIT_MEMORY: u64 = 1 << 30;
+
+/// What to build a module from.
+#[derive(Debug, Clone)]
+pub struct AiterModuleSpec<'a> {
+    /// The prepared checkout.
+    pub root: &'a Path,
+    /// The manifest's entry.
+    pub module: &'a Module,
+    /// Architectures to generate and compile for.
+    pub archs: &'a [String],
+    /// Where generated code goes (under `OUT_DIR`).
+    pub gen_dir: &'a Path,
+    /// qola's cache (flag probes).
+    pub cache: &'a Path,
+    /// A CK instance filter (`--filter` of CK's generator), for narrow builds: appended to CK's
+    /// fmha `generate.py`, and replacing the filter of a generator that has its own (AITER's
+    /// backward pre/post kernels). A narrowed backward is not link-complete: AITER's asm v3
+    /// backward API calls ~40 pre/post kernels whatever the filter keeps.
+    pub ck_filter: Option<&'a str>,
+    /// The CK filters of the manifest's attention variants, used for CK's `-d fwd` and
+    /// `-d bwd` generators when `ck_filter` is not given. The backward's filter narrows CK's
+    /// instances only, not AITER's pre/post kernels, so the library stays link-complete.
+    pub variants: &'a crate::manifest::VariantFilters,
+    /// The HIP compiler (default: found as [`crate::compile::HipBuild`] finds it).
+    pub compiler: Option<&'a Path>,
+    /// Print Cargo directives (inside a build script).
+    pub cargo_metadata: bool,
+}
+
+/// Prepares a module: checks the compiler is new enough for composable_kernel, evaluates the
+/// recipe with the manifest's overrides and CK filters (`recipe_of`), runs (or reuses) the
+/// code generators into `gen_dir` (`generate`), and chooses AITER's includes and flags for
+/// this compiler (`includes_of`, `flags_for`).
+pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
+    let directives = crate::build_script::Directives::new(spec.cargo_metadata);
+    let env = Env::new(&directives);
+    let toolchain = match spec.compiler {
+        Some(path) => HipToolchain::identify(path)?,
+        None => HipToolchain::find(&env)?,
+    };
+    check_ck_toolchain(&toolchain)?;
+    let recipe = recipe_of(spec, &env)?;
+    let generated = generate(spec, &recipe, &env, &directives)?;
+    let mut sources: Vec<PathBuf> = recipe.srcs.clone();
+    for g in &generated {
+        sources.extend(
+            g.files
+                .iter()
+                .filter(|f| {
+                    f.extension()
+                        .is_some_and(|x| x == "cpp" || x == "cu" || x == "hip")
+                })
+                .cloned(),
+        );
+    }
+    sources.sort();
+    let includes = includes_of(spec.root, &generated, &recipe);
+    let (flags, dropped_flags) = flags_for(spec, &recipe, &toolchain, &env)?;
+    Ok(AiterModule {
+        recipe,
+        generated,
+        sources,
+        includes,
+        flags,
+        dropped_flags,
+        toolchain,
+        root: spec.root.to_path_buf(),
+        gen_dir: spec.gen_dir.to_path_buf(),
+    })
+}
+
+/// The module's recipe from `optCompilerConfig.json`, with the manifest's overrides and the CK
+/// filter (the spec's, else the manifest's variants for CK's `-d fwd` and `-d bwd`).
+fn recipe_of(spec: &AiterModuleSpec, env: &Env) -> Result<ModuleRecipe> {
+    let paths = AiterPaths {
+        root: spec.root.to_path_buf(),
+        arch: spec.archs.first().cloned().unwrap_or_default(),
+    };
+    let mut recipe = recipe::load(&paths, &spec.module.name, &spec.module.recipe, env)?;
+    recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
+    for cmd in &mut recipe.blob_gen_cmd {
+        let filter = match spec.ck_filter {
+            Some(filter) => Some(filter),
+            None => match recipe::ck_direction(cmd) {
+                Some("fwd") => spec.variants.fwd.as_deref(),
+                Some("bwd") => spec.variants.bwd.as_deref(),
+                _ => None,
+            },
+        };
+        if let Some(filter) = filter {
+            *cmd = recipe::with_ck_filter(cmd, filter);
+        }
+    }
+    Ok(recipe)
+}
+
+/// Runs (or reuses) each of the recipe's code generators into `gen_dir`; their scripts'
+/// directories and `optCompilerConfig.json` are the build's inputs.
+fn generate(
+    spec: &AiterModuleSpec,
+    recipe: &ModuleRecipe,
+    env: &Env,
+    directives: &crate::build_script::Directives,
+) -> Result<Vec<Generated>> {
+    let python = match env.var_os("QOLA_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => which::which("python3").map_err(|_| AiterError::Codegen {
+            command: "python3".to_string(),
+            stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` module".to_string(),
+        })?,
+    };
+    let gen_root = spec.gen_dir.join(&recipe.name);
+    let mut generated = Vec::new();
+    directives.rerun_if_changed(&spec.root.join("aiter/jit/optCompilerConfig.json"));
+    for (index, cmd) in recipe.blob_gen_cmd.iter().enumerate() {
+        // The generator's own tree is its input (Cargo scans a directory recursively).
+        let argv = recipe::generator_argv(cmd, spec.gen_dir);
+        if let Some(script_dir) = argv.first().and_then(|s| Path::new(s).parent()) {
+            directives.rerun_if_changed(script_dir);
+        }
+        generated.push(codegen::run_generator(
+            &python,
+            cmd,
+            index,
+            &gen_root,
+            &spec.archs.join(";"),
+        )?);
+    }
+    Ok(generated)
+}
+
+/// The include directories in AITER's order: ck_helper, CK's `include` and `library/include`,
+/// AITER's `csrc/include`, the generated code, the module's `extra_include`, then
+/// `csrc/include/torch`.
+fn includes_of(root: &Path, generated: &[Generated], recipe: &ModuleRecipe) -> Vec<PathBuf> {
+    let ck = root.join("3rdparty/composable_kernel");
+    let mut includes = vec![
+        root.join("3rdparty/ck_helper"),
+        ck.join("include"),
+        ck.join("library/include"),
+        root.join("csrc/include"),
+    ];
+    includes.extend(generated.iter().map(|g| g.dir.clone()));
+    includes.extend(recipe.extra_include.iter().cloned());
+    includes.push(root.join("csrc/include/torch"));
+    includes
+}
+
+/// AITER's compile flags for this compiler (see the module docs), one argument each, and the
+/// `-mllvm` flags dropped because the compiler does not know them.
+fn flags_for(
+    spec: &AiterModuleSpec,
+    recipe: &ModuleRecipe,
+    toolchain: &HipToolchain,
+    env: &Env,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let arch = spec.archs.first().cloned().unwrap_or_default();
+    let version = hip_version(toolchain).unwrap_or((0, 0, 0));
+    let mut candidates: Vec<String> = vec![
+        "-DWITH_HIP".into(),
+        "-fPIC".into(),
+        "-std=c++20".into(),
+        "-O3".into(),
+    ];
+    candidates.extend(recipe.flags_extra_cc.iter().cloned());
+    candidates.extend(
+        [
+            "-D__HIP_PLATFORM_AMD__=1",
+            "-DUSE_ROCM=1",
+            "-DHIPBLAS_V2",
+            "-DCUDA_HAS_FP16=1",
+            "-D__HIP_NO_HALF_OPERATORS__=1",
+            "-D__HIP_NO_HALF_CONVERSIONS__=1",
+            "-mcmodel=large",
+            "-fno-unique-section-names",
+            "-ffunction-sections",
+            "-fdata-sections",
+            "-fvisibility=hidden",
+            "-fvisibility-inlines-hidden",
+        ]
+        .map(String::from),
+    );
+    // core.py sorts and deduplicates its HIP flags before probing them.
+    let mut hip: Vec<String> = core_hip_flags(version)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    hip.extend(recipe.flags_extra_hip.iter().cloned());
+    hip.sort();
+    hip.dedup();
+    let mut dropped_flags = Vec::new();
+    let scratch = spec.gen_dir.join("qola-flag-probe");
+    for flag in hip {
+        if flag.starts_with("-mllvm")
+            && !flag_supported(toolchain, &flag, &arch, spec.cache, &scratch)?
+        {
+            dropped_flags.push(flag);
+            continue;
+        }
+        candidates.push(flag);
+    }
+    if !env.flag("QOLA_AITER_KEEP_INLINE_ALL")?
+        && upstream_clang_20(toolchain)
+        && candidates
+            .iter()
+            .any(|f| f == "-mllvm -amdgpu-function-calls=false")
+    {
+        candidates.push("-mllvm -amdgpu-function-calls=true".into());
+    }
+    candidates.push("-fno-gpu-rdc".into());
+    let flags = candidates
+        .iter()
+        .flat_map(|f| f.split_whitespace().map(String::from).collect::<Vec<_>>())
+        .collect();
+    Ok((flags, dropped_flags))
+}
+
+/// Whether the compiler is an upstream clang 20 or newer (not AMD's), where AITER's
+/// inline-everything pair costs minutes per CK instance (see the module docs).
+fn upstream_clang_20(toolchain: &HipToolchain) -> bool {
+    let version = toolchain.clang_version.as_deref().unwrap_or("");
+    version
+        .split("clang version ")
+        .nth(1)
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.trim().parse::<u32>().ok())
+        .is_some_and(|major| major >= 20 && !version.contains("AMD"))
+}

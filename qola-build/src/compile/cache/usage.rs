@@ -1,0 +1,131 @@
+//! The cache's size and what it holds: `QOLA_CACHE_MAX_SIZE` and its default, each build's
+//! statistics (`builds.json`), and [`CacheUsage`] for `qola cache`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compile::cache::lease;
+
+/// How many builds `builds.json` keeps.
+pub(crate) const KEPT_BUILDS: usize = 50;
+
+/// One build's use of the cache.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BuildStats {
+    /// When it ended (`2026-12-03T01:39:33Z`).
+    pub at: String,
+    /// The library built.
+    pub library: String,
+    /// Where (the output directory).
+    pub out_dir: String,
+    /// Units reused from the cache.
+    pub hits: usize,
+    /// Units compiled.
+    pub misses: usize,
+}
+
+/// What the cache holds, for `qola cache`.
+#[derive(Debug, Clone, Default, Serialize)]
+#[non_exhaustive]
+pub struct CacheUsage {
+    /// The object cache's directory.
+    pub dir: PathBuf,
+    /// Objects.
+    pub objects: usize,
+    /// Their size in bytes.
+    pub bytes: u64,
+    /// The size the cache is kept within (`QOLA_CACHE_MAX_SIZE`, else the default).
+    pub max_bytes: u64,
+    /// Units with a record.
+    pub units: usize,
+    /// Running builds (live leases).
+    pub running_builds: usize,
+    /// The last builds, oldest first.
+    pub builds: Vec<BuildStats>,
+}
+
+/// The builds recorded in `path` (`builds.json`), oldest first.
+pub(crate) fn builds(path: &Path) -> Vec<BuildStats> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// What the object cache at `root` holds; it is kept within `max_bytes`.
+pub(crate) fn usage(root: &Path, max_bytes: u64) -> CacheUsage {
+    let objects = lease::objects(&root.join("objects"));
+    let count = |dir: &str| std::fs::read_dir(root.join(dir)).map_or(0, |e| e.count());
+    CacheUsage {
+        dir: root.to_path_buf(),
+        objects: objects.len(),
+        bytes: objects.iter().map(|o| o.bytes).sum(),
+        max_bytes,
+        units: count("units"),
+        running_builds: std::fs::read_dir(root.join("leases")).map_or(0, |entries| {
+            entries
+                .flatten()
+                .filter(|e| lease::is_live(&e.path()))
+                .count()
+        }),
+        builds: builds(&root.join("builds.json")),
+    }
+}
+
+/// `QOLA_CACHE_MAX_SIZE`: a number of bytes with an optional unit (`20G`, `500MB`, `1.5TiB`).
+pub(crate) fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return None,
+    };
+    (number >= 0.0).then_some((number * scale as f64) as u64)
+}
+
+/// The default size of the object cache: 20 GiB, or a quarter of the file system holding
+/// `dir` when that is smaller.
+pub(crate) fn default_max_size(dir: &Path) -> u64 {
+    const DEFAULT: u64 = 20 << 30;
+    let mut probe = dir.to_path_buf();
+    while !probe.exists() && probe.pop() {}
+    let Ok(c) = std::ffi::CString::new(probe.as_os_str().as_encoded_bytes()) else {
+        return DEFAULT;
+    };
+    // SAFETY: statvfs fills the zeroed struct; `c` is a valid NUL-terminated path.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut stat) } != 0 {
+        return DEFAULT;
+    }
+    let total = (stat.f_blocks as u64).saturating_mul(stat.f_frsize as u64);
+    if total == 0 {
+        DEFAULT
+    } else {
+        DEFAULT.min(total / 4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_with_or_without_a_unit() {
+        assert_eq!(parse_size("1024"), Some(1024));
+        assert_eq!(parse_size("20G"), Some(20 << 30));
+        assert_eq!(parse_size("500 MB"), Some(500 << 20));
+        assert_eq!(parse_size("1.5KiB"), Some(1536));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size("3 parsecs"), None);
+    }
+}

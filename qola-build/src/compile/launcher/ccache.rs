@@ -1,0 +1,126 @@
+//! ccache as the launcher: the settings that make it hash names alike in every place, and its
+//! counters.
+//!
+//! qola sets `CCACHE_BASEDIR` to the links' directory (an absolute path there becomes relative)
+//! unless the user set it (in the environment or ccache's own configuration), and
+//! `CCACHE_NOHASHDIR=1` (the compile's directory is not hashed: it matters with `-g`, and objects
+//! name `.`) unless the user set `CCACHE_HASHDIR` or `CCACHE_NOHASHDIR`.
+//!
+//! Its counters (`ccache --print-stats`, the same cache directory and remote storage the
+//! compiles use, through the same environment) are read before and after the compiles; the
+//! difference is what this build's compiles got from it. Another build sharing that ccache at the
+//! same time would blur the figures; they are a report, never a decision.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use crate::build_script::{Env, EnvError};
+use crate::compile::launcher::hits::LauncherHits;
+
+/// ccache, with the environment its compiles run with.
+#[derive(Debug)]
+pub(crate) struct Ccache {
+    words: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Ccache {
+    /// `words` (ccache and its arguments) for compiles in `links`.
+    pub(crate) fn new(env: &Env, words: Vec<String>, links: &Path) -> Result<Ccache, EnvError> {
+        let mut added = Vec::new();
+        if env.var("CCACHE_BASEDIR")?.is_none() && config(&words[0], "base_dir").is_none() {
+            added.push(("CCACHE_BASEDIR".to_string(), links.display().to_string()));
+        }
+        if env.var("CCACHE_HASHDIR")?.is_none() && env.var("CCACHE_NOHASHDIR")?.is_none() {
+            added.push(("CCACHE_NOHASHDIR".to_string(), "1".to_string()));
+        }
+        Ok(Ccache { words, env: added })
+    }
+
+    /// The program and its arguments.
+    pub(crate) fn words(&self) -> &[String] {
+        &self.words
+    }
+
+    /// The variables its compiles run with.
+    pub(crate) fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// Its counters now.
+    pub(crate) fn counters(&self) -> Option<Counters> {
+        let out = Command::new(&self.words[0])
+            .arg("--print-stats")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        Some(Counters::parse(&String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+/// A setting of ccache's own configuration files (`ccache -k NAME`), when set.
+fn config(ccache: &str, name: &str) -> Option<String> {
+    let out = Command::new(ccache).args(["-k", name]).output().ok()?;
+    let value = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !value.is_empty()).then_some(value)
+}
+
+/// ccache's counters.
+#[derive(Debug, Clone)]
+pub(crate) struct Counters(BTreeMap<String, u64>);
+
+impl Counters {
+    /// `name<TAB>value` lines.
+    fn parse(text: &str) -> Counters {
+        Counters(
+            text.lines()
+                .filter_map(|l| {
+                    let (name, value) = l.split_once('\t')?;
+                    Some((name.to_string(), value.trim().parse().ok()?))
+                })
+                .collect(),
+        )
+    }
+
+    fn get(&self, name: &str) -> u64 {
+        self.0.get(name).copied().unwrap_or(0)
+    }
+
+    /// What happened between `self` and `later`.
+    pub(crate) fn since(&self, later: &Counters) -> LauncherHits {
+        let delta = |name: &str| later.get(name).saturating_sub(self.get(name));
+        LauncherHits {
+            launcher: "ccache",
+            hits: delta("direct_cache_hit") + delta("preprocessed_cache_hit"),
+            remote_hits: delta("remote_storage_hit"),
+            misses: delta("cache_miss"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ccache_counters_give_hits_remote_hits_and_misses() {
+        let before =
+            Counters::parse("cache_miss\t3\ndirect_cache_hit\t1\nstats_updated_timestamp\t17\n");
+        let after = Counters::parse(
+            "cache_miss\t4\ndirect_cache_hit\t5\npreprocessed_cache_hit\t2\nremote_storage_hit\t6\n",
+        );
+        assert_eq!(
+            before.since(&after),
+            LauncherHits {
+                launcher: "ccache",
+                hits: 6,
+                remote_hits: 6,
+                misses: 1
+            }
+        );
+    }
+}

@@ -1,0 +1,129 @@
+//! What a patch series is made of, as data: the series and its files, a parsed patch (files,
+//! hunks, binary data) and a parse error. Every other file of the folder works on these; none
+//! of them imports anything back.
+
+use std::path::PathBuf;
+
+/// One patch file of the series, as bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct PatchFile {
+    /// File name (the series order is the byte order of these names).
+    pub name: String,
+    /// Full path.
+    pub path: PathBuf,
+    /// Content.
+    pub bytes: Vec<u8>,
+}
+
+/// The series as found on disk.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Series {
+    /// The directory, when there is one.
+    pub dir: Option<PathBuf>,
+    /// qola's own series (compiled in): its files are not a build's inputs.
+    pub bundled: bool,
+    /// The patches in order.
+    pub patches: Vec<PatchFile>,
+    /// What reading the directory passed over (hidden files named `*.patch`), to say once.
+    pub warnings: Vec<String>,
+}
+
+/// One patch file, parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct Patch {
+    /// The patch's file name (as it appears in the series).
+    pub name: String,
+    /// The file sections, in the order they appear.
+    pub files: Vec<FilePatch>,
+}
+
+/// The changes a patch makes to one file.
+#[derive(Debug, Clone)]
+pub(crate) struct FilePatch {
+    /// Path before the change (`None`: the file is created).
+    pub old_path: Option<String>,
+    /// Path after the change (`None`: the file is deleted).
+    pub new_path: Option<String>,
+    /// Mode before the change, when the patch says.
+    pub old_mode: Option<u32>,
+    /// Mode after the change, when the patch says.
+    pub new_mode: Option<u32>,
+    /// A copy (`copy from`/`copy to`) keeps the old path; a rename removes it.
+    pub copy: bool,
+    /// Full or abbreviated blob id before the change, from the `index` line.
+    pub old_id: Option<String>,
+    /// The content change.
+    pub body: Body,
+}
+
+impl FilePatch {
+    /// The path used in messages: the new path, or the old one for a deletion.
+    pub fn display_path(&self) -> &str {
+        self.new_path
+            .as_deref()
+            .or(self.old_path.as_deref())
+            .unwrap_or("?")
+    }
+}
+
+/// The content part of a file section.
+#[derive(Debug, Clone)]
+pub(crate) enum Body {
+    /// No content change (pure mode change, rename, empty new file).
+    None,
+    /// Unified-diff hunks.
+    Text(Vec<Hunk>),
+    /// A `GIT binary patch` (its forward data; the reverse block is checked and dropped).
+    Binary(BinaryData),
+    /// `Binary files a/x and b/x differ`: no data to apply.
+    BinaryWithoutData,
+}
+
+/// One `@@ -a,b +c,d @@` hunk.
+#[derive(Debug, Clone)]
+pub(crate) struct Hunk {
+    /// The header line as written (without the newline), for messages.
+    pub header: String,
+    /// 1-based start line in the old file (0 for an empty old side).
+    pub old_start: usize,
+    /// 1-based start line in the new file.
+    pub new_start: usize,
+    /// The hunk's lines.
+    pub lines: Vec<HunkLine>,
+}
+
+/// One line of a hunk, with its line ending (absent after `\ No newline at end of file`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HunkLine {
+    /// Context, removal or addition.
+    pub kind: LineKind,
+    /// The line's bytes including its `\n` when it has one.
+    pub text: Vec<u8>,
+}
+
+/// The role of a hunk line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineKind {
+    /// ` ` line: present before and after.
+    Context,
+    /// `-` line: present before only.
+    Remove,
+    /// `+` line: present after only.
+    Add,
+}
+
+/// Inflated data of one side of a git binary patch.
+#[derive(Debug, Clone)]
+pub(crate) enum BinaryData {
+    /// The whole new content.
+    Literal(Vec<u8>),
+    /// A git delta against the old content.
+    Delta(Vec<u8>),
+}
+
+/// A parse error: the 1-based line and what is wrong there.
+#[derive(Debug)]
+pub(crate) struct ParseError {
+    pub line: usize,
+    pub message: String,
+}

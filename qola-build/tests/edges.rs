@@ -620,3 +620,125 @@ fn a_file_removed_from_the_index_only_is_named_with_what_changed() {
     assert_prepared(&s);
     assert_eq!(s.prepare().action, Action::UpToDate);
 }
+
+/// Every file and directory under `dir` given to `uid` (as `chown -R`).
+fn chown_all(dir: &Path, uid: u32) {
+    std::os::unix::fs::lchown(dir, Some(uid), Some(uid)).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.symlink_metadata().unwrap().is_dir() {
+            chown_all(&path, uid);
+        } else {
+            std::os::unix::fs::lchown(&path, Some(uid), Some(uid)).unwrap();
+        }
+    }
+}
+
+/// A checkout owned by another user (a container build on a host checkout) is refused as git
+/// refuses it: the error names the owner, the current user and `safe.directory`, never "remove
+/// it"; git's `safe.directory` allows it, the submodule with its own entry.
+#[test]
+fn a_checkout_another_user_owns_is_named_so_and_safe_directory_allows_it() {
+    let s = setup();
+    s.prepare();
+    chown_all(&s.root, 4321);
+    let home = s.tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let prepare = || {
+        let out = explicit(&s, "prepare", &[])
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = prepare();
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} belongs to uid 4321", s.root.display()))
+            && stderr.contains("(root)")
+            && stderr.contains(&format!(
+                "git config --global --add safe.directory {}",
+                s.root.display()
+            )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("remove"), "{stderr}");
+    // Allowed for the superproject only: the submodule is named next.
+    let gitconfig = |dirs: &[&Path]| {
+        let entries: String = dirs
+            .iter()
+            .map(|d| format!("\tdirectory = {}\n", d.display()))
+            .collect();
+        std::fs::write(home.join(".gitconfig"), format!("[safe]\n{entries}")).unwrap();
+    };
+    gitconfig(&[&s.root]);
+    let (code, stderr) = prepare();
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} belongs to uid 4321", s.ck().display())),
+        "{stderr}"
+    );
+    gitconfig(&[&s.root, &s.ck()]);
+    let (code, stderr) = prepare();
+    assert_eq!(code, Some(0), "{stderr}");
+    chown_all(&s.root, 0);
+}
+
+/// The crate docs' decision table: `qola diff` output added to the series, on a tree that
+/// already is the new prepared state, is adopted (the stamp and the index written, no file
+/// rewritten), for every kind of edit `qola diff` writes: a submodule edit, deletions (of a
+/// pinned file and of a file the series created), a mode change, a binary change, and a new file
+/// and a symlink the user added to git.
+#[test]
+fn qola_diff_added_to_the_series_is_adopted_without_rewriting_a_file() {
+    let s = setup();
+    s.prepare();
+    s.write(
+        "3rdparty/composable_kernel/include/ck_tile/core/config.hpp",
+        "#define CK_TILE_QOLA 2\n",
+    );
+    std::fs::remove_file(s.root.join(UNTOUCHED)).unwrap();
+    std::fs::remove_file(s.root.join(CREATED)).unwrap();
+    let script = s.root.join("scripts/build_demo.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let binary = "3rdparty/composable_kernel/library/blob.bin";
+    std::fs::write(s.root.join(binary), [9u8, 0, 1, 2, 3, 200, 0]).unwrap();
+    s.write("docs/added.md", "a new file\n");
+    std::os::unix::fs::symlink("../README.md", s.root.join("docs/link")).unwrap();
+    git(&s.root, &["add", "docs/added.md", "docs/link"]);
+    let patch = s.demo.patches.join("0004-local-edits.patch");
+    let out = explicit(&s, "diff", &["-o"]).arg(&patch).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&std::fs::read(&patch).unwrap()).into_owned();
+    for path in [
+        "config.hpp",
+        UNTOUCHED,
+        CREATED,
+        "build_demo.sh",
+        "blob.bin",
+        "docs/added.md",
+        "docs/link",
+    ] {
+        assert!(text.contains(path), "{path} in the patch:\n{text}");
+    }
+    let before = mtimes(&s.root);
+    let report = s.prepare();
+    assert_eq!(
+        kinds(&report),
+        [ReasonKind::PatchAdded, ReasonKind::Adopted],
+        "{report}"
+    );
+    let rewritten: Vec<PathBuf> = changed(&before, &mtimes(&s.root))
+        .into_iter()
+        .filter(|p| !p.starts_with(s.root.join(".git")) && !p.ends_with(".git"))
+        .collect();
+    assert_eq!(rewritten, Vec::<PathBuf>::new(), "{report}");
+    assert_action(&s.prepare(), Action::UpToDate);
+}

@@ -18,7 +18,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 use qola_build::{Action, PrepareError, ReasonKind};
@@ -186,17 +185,14 @@ fn a_failure_after_any_write_of_a_bump_leaves_the_tree_index_and_heads_as_they_w
 }
 
 /// `qola prepare --json` of `s` at `commit`, killed at `step` when given.
-fn qola(s: &Setup, commit: &str, kill_at: Option<&str>) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_qola"));
+fn prepare_at(s: &Setup, commit: &str, kill_at: Option<&str>) -> std::process::Output {
+    let mut command = qola(s, &["prepare", "--json", "--root"]);
     command
-        .args(["prepare", "--json", "--root"])
         .arg(&s.root)
         .arg("--url")
         .arg(&s.demo.aiter)
         .args(["--commit", commit, "--patches"])
-        .arg(&s.demo.patches)
-        .env("QOLA_CACHE_DIR", s.cache())
-        .env_remove("QOLA_TEST_KILL_AT");
+        .arg(&s.demo.patches);
     if let Some(step) = kill_at {
         command.env("QOLA_TEST_KILL_AT", step);
     }
@@ -228,8 +224,8 @@ fn a_first_clone_killed_at_any_step_is_finished_by_the_next_prepare() {
     .chain(["stamp".to_string()])
     {
         let s = setup();
-        assert_killed(&qola(&s, &s.demo.commit, Some(&step)), &step);
-        let v = assert_finished(&qola(&s, &s.demo.commit, None), &step);
+        assert_killed(&prepare_at(&s, &s.demo.commit, Some(&step)), &step);
+        let v = assert_finished(&prepare_at(&s, &s.demo.commit, None), &step);
         assert_eq!(v["action"], "recover", "{step}: {v}");
         assert_prepared(&s);
         assert_eq!(
@@ -254,7 +250,7 @@ fn a_bump_killed_at_any_step_is_finished_by_the_next_prepare() {
         let s = setup();
         s.prepare();
         let new = bump(&s);
-        assert_killed(&qola(&s, &new, Some(&step)), &step);
+        assert_killed(&prepare_at(&s, &new, Some(&step)), &step);
         // `qola status` says a journal waits, and writes nothing.
         let status = s.options().commit(&new).try_status().unwrap();
         assert_action(&status, Action::Recover);
@@ -262,7 +258,7 @@ fn a_bump_killed_at_any_step_is_finished_by_the_next_prepare() {
             kinds(&status).contains(&ReasonKind::Interrupted),
             "{status}"
         );
-        let v = assert_finished(&qola(&s, &new, None), &step);
+        let v = assert_finished(&prepare_at(&s, &new, None), &step);
         assert!(
             v["action"] == "recover" || v["action"] == "up-to-date",
             "{step}: {v}"
@@ -305,4 +301,52 @@ fn a_path_deeper_than_libgit2_reads_is_refused_before_any_write() {
         "{text}"
     );
     assert_eq!(state(&s.root), before);
+}
+
+/// An editor saves a file after qola wrote it and before qola checks the tree (the step
+/// `verify`): the preparation is undone, the editor's file is saved to a named backup first,
+/// and the error says a file changed while qola wrote the tree (not that a git filter rewrites
+/// files).
+#[test]
+fn a_rollback_never_destroys_an_edit_made_while_qola_wrote_the_tree() {
+    let s = setup();
+    s.prepare();
+    // Our patch undone in the tree: the next preparation writes the file again.
+    let pristine = git(&s.root, &["show", &format!("HEAD:{PATCHED_SUPER}")]) + "\n";
+    std::fs::write(s.root.join(PATCHED_SUPER), &pristine).unwrap();
+    let child = explicit(&s, "prepare", &[])
+        .env("QOLA_TEST_STOP_AT", "verify")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        qola_tests::wait_until_stopped(&child),
+        "stopped before the check"
+    );
+    let written = s.read(PATCHED_SUPER);
+    assert!(
+        written.contains("void* lse;"),
+        "qola wrote the patched file"
+    );
+    let edited = format!("{written}// the editor's line\n");
+    std::fs::write(s.root.join(PATCHED_SUPER), &edited).unwrap();
+    qola_tests::resume(&child);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("another program changed csrc/include/mha_fwd.h")
+            && !stderr.contains("git filter"),
+        "{stderr}"
+    );
+    // The tree is as it was before; the editor's version is in the backup the error names.
+    assert_eq!(s.read(PATCHED_SUPER), pristine);
+    let backup = stderr
+        .split("saved to ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the backup is named");
+    let saved = std::fs::read_to_string(Path::new(backup).join(PATCHED_SUPER)).unwrap();
+    assert_eq!(saved, edited);
 }

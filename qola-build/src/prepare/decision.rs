@@ -229,7 +229,10 @@ fn judge_tree(facts: &Facts) -> Result<Plan, (Vec<Why>, Vec<String>)> {
         .repos
         .iter()
         .all(|r| r.head.as_deref() == Some(r.pinned.as_str()));
-    if !cloned && verdicts.differing.is_empty() && heads_at_pin {
+    // The work tree is the new prepared state: only index entries (of known content, or they
+    // would be edits) and the stamp are written.
+    let tree_prepared = facts.paths.iter().all(|p| p.now == p.prepared);
+    if !cloned && tree_prepared && heads_at_pin {
         whys.push(Why::Adopted);
     }
     let action = if facts.resumed != Resumed::None {
@@ -436,6 +439,23 @@ mod tests {
         let p = plan(decide_facts(&f));
         assert_eq!(p.action, Action::Resync);
         assert_eq!(p.whys.last(), Some(&Why::Adopted));
+    }
+
+    #[test]
+    fn a_tree_that_is_the_new_prepared_state_with_only_the_index_behind_is_adopted() {
+        // A file the series created, deleted by the user and the deletion added to the series:
+        // the work tree is the new prepared state, the index still has the file (known content).
+        let mut gone = patched("created.h", None);
+        gone.prepared = None;
+        gone.at_pin = None;
+        gone.staged = Some(state("c"));
+        gone.known = vec![state("c")];
+        let f = Facts {
+            stamp: StampFacts::Present(vec![Why::PatchAdded("0004.patch".to_string())]),
+            ..facts(vec![gone])
+        };
+        let p = plan(decide_facts(&f));
+        assert_eq!(p.whys.last(), Some(&Why::Adopted), "{:?}", p.whys);
     }
 
     #[test]

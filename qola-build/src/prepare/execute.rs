@@ -67,18 +67,25 @@ pub(crate) fn execute(
             journal.commit()?;
             Ok(report)
         }
-        Err(error) => Err(roll_back(journal, error)),
+        Err(error) => Err(roll_back(journal, error, root)),
     }
 }
 
-/// Undoes what `journal` records after `error`; the error says what became of the tree.
-fn roll_back(journal: Journal, error: PrepareError) -> PrepareError {
+/// Undoes what `journal` records after `error`; the error says what became of the tree (and of
+/// files someone changed meanwhile, which the rollback saved first).
+fn roll_back(journal: Journal, error: PrepareError, root: &std::path::Path) -> PrepareError {
     let dir = journal.dir().to_path_buf();
     match journal.roll_back() {
-        Ok(0) => error,
-        Ok(changes) => PrepareError::RolledBack {
+        Ok(undone) if !undone.rescued.is_empty() => PrepareError::ChangedWhileWriting {
+            root: root.to_path_buf(),
+            paths: name_some(&undone.rescued, LIST_LIMIT),
+            backup: undone.backup.unwrap_or_default(),
+            changes: undone.changes,
+        },
+        Ok(undone) if undone.changes == 0 => error,
+        Ok(undone) => PrepareError::RolledBack {
             error: Box::new(error),
-            changes,
+            changes: undone.changes,
         },
         Err(undo) => PrepareError::RollbackFailed {
             error: Box::new(error),
@@ -164,6 +171,7 @@ fn write_prepared(
     let snapshot = snapshot_file
         .as_ref()
         .and_then(|_| Snapshot::take(root, &repo_paths, &key));
+    journal.step("verify");
     verify(&tree, &pinned_heads, &expected_fingerprint, root)?;
     tree.qola_dir.write_stamp(&Stamp {
         schema: crate::prepare::record::key::SCHEMA,

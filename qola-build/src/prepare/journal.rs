@@ -31,7 +31,7 @@
 
 use std::fs::File;
 use std::io::Write as _;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -51,14 +51,37 @@ pub(crate) enum Kind {
     Prepare,
 }
 
+/// What qola left at a path it wrote: at undo time, anything else there is someone's change
+/// made meanwhile (an editor saving the file), kept in a backup before the undo.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Left {
+    /// Not recorded (a journal of an older qola): undone as before.
+    #[default]
+    Unknown,
+    /// Nothing: the path was removed.
+    Nothing,
+    /// A file or symlink: its [`state_hash`].
+    Content(String),
+}
+
 /// One change, as what undoes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Undo {
-    /// `path` was absent: remove what is there.
-    Remove { path: RawPath },
-    /// `path` held what is now `saved` (renamed there): put it back.
-    Restore { path: RawPath, saved: RawPath },
+    /// `path` was absent (qola left `left` there): remove what is there.
+    Remove {
+        path: RawPath,
+        #[serde(default)]
+        left: Left,
+    },
+    /// `path` held what is now `saved` (renamed there), and qola left `left`: put it back.
+    Restore {
+        path: RawPath,
+        saved: RawPath,
+        #[serde(default)]
+        left: Left,
+    },
     /// The directory `path` did not exist: remove it (it is empty once later changes are undone).
     RemoveDir { path: RawPath },
     /// The empty directory `path` was removed: make it again.
@@ -230,10 +253,13 @@ impl Journal {
     }
 
     /// Moves what is at `path` (a file or symlink) into the journal, recording how to put it
-    /// back; records its absence when there is none.
-    fn set_aside(&mut self, path: &Path) -> Result<()> {
+    /// back and what qola leaves there (`left`); records its absence when there is none.
+    fn set_aside(&mut self, path: &Path, left: Left) -> Result<()> {
         match std::fs::symlink_metadata(path) {
-            Err(e) if is_absent(&e) => self.record(Undo::Remove { path: path.into() }),
+            Err(e) if is_absent(&e) => self.record(Undo::Remove {
+                path: path.into(),
+                left,
+            }),
             Err(e) => Err(io_error("inspect", path)(e)),
             Ok(meta) if meta.is_dir() => Err(PrepareError::Journal {
                 journal: self.dir.clone(),
@@ -244,6 +270,7 @@ impl Journal {
                 self.record(Undo::Restore {
                     path: path.into(),
                     saved: saved.as_path().into(),
+                    left,
                 })?;
                 std::fs::rename(path, &saved).map_err(io_error("move into the journal", path))
             }
@@ -254,7 +281,13 @@ impl Journal {
     pub(crate) fn write_file(&mut self, path: &Path, content: &FileContent) -> Result<()> {
         let dir = path.parent().expect("a tree path has a parent");
         self.create_dir_all(dir)?;
-        self.set_aside(path)?;
+        let exec = content.mode == MODE_EXEC;
+        let left = Left::Content(state_hash(
+            content.mode == MODE_SYMLINK,
+            exec,
+            &content.data,
+        ));
+        self.set_aside(path, left)?;
         if content.mode == MODE_SYMLINK {
             let target = std::ffi::OsStr::from_bytes(&content.data);
             return std::os::unix::fs::symlink(target, path)
@@ -280,7 +313,7 @@ impl Journal {
 
     /// Removes the file or symlink at `path` (kept in the journal).
     pub(crate) fn remove_file(&mut self, path: &Path) -> Result<()> {
-        self.set_aside(path)
+        self.set_aside(path, Left::Nothing)
     }
 
     /// Removes the empty directory `path`; `false` when it is not empty (left as it is).
@@ -381,12 +414,12 @@ impl Journal {
         std::fs::remove_dir_all(&self.dir).map_err(io_error("remove the journal", &self.dir))
     }
 
-    /// Undoes every change, last first, and removes the journal; returns how many changes there
-    /// were to undo.
-    pub(crate) fn roll_back(self) -> Result<usize> {
-        let n = undo_all(&self.undos)?;
+    /// Undoes every change, last first, and removes the journal; says how many changes there
+    /// were to undo, and what someone changed meanwhile (saved first).
+    pub(crate) fn roll_back(self) -> Result<Undone> {
+        let undone = undo_all(&self.dir, &self.undos)?;
         std::fs::remove_dir_all(&self.dir).map_err(io_error("remove the journal", &self.dir))?;
-        Ok(n)
+        Ok(undone)
     }
 }
 
@@ -407,13 +440,25 @@ fn read(dir: &Path) -> Option<(Kind, String, Vec<Undo>)> {
     Some((kind, key, undos))
 }
 
+/// What a rollback did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Undone {
+    /// Changes undone.
+    pub changes: usize,
+    /// Paths someone changed after qola wrote them (an editor), each saved before it was put
+    /// back; relative to the checkout.
+    pub rescued: Vec<String>,
+    /// Where they were saved.
+    pub backup: Option<PathBuf>,
+}
+
 /// What an interrupted preparation left, and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Interrupted {
     /// A first clone, to be finished.
     Clone,
-    /// A preparation rolled back: the checkout is as it was before it (`changes` undone).
-    RolledBack { changes: usize },
+    /// A preparation rolled back: the checkout is as it was before it.
+    RolledBack(Undone),
     /// A preparation whose stamp was written: complete; only its journal was left.
     Completed,
 }
@@ -429,14 +474,12 @@ pub(crate) fn recover(git_dir: &Path, stamp_key: Option<&str>) -> Result<Option<
     let Some((kind, key, undos)) = read(&dir) else {
         // Killed before its first line: no change was made.
         std::fs::remove_dir_all(&dir).map_err(io_error("remove the journal", &dir))?;
-        return Ok(Some(Interrupted::RolledBack { changes: 0 }));
+        return Ok(Some(Interrupted::RolledBack(Undone::default())));
     };
     let what = match kind {
         Kind::Clone => Interrupted::Clone,
         Kind::Prepare if stamp_key == Some(key.as_str()) => Interrupted::Completed,
-        Kind::Prepare => Interrupted::RolledBack {
-            changes: undo_all(&undos)?,
-        },
+        Kind::Prepare => Interrupted::RolledBack(undo_all(&dir, &undos)?),
     };
     std::fs::remove_dir_all(&dir).map_err(io_error("remove the journal", &dir))?;
     Ok(Some(what))
@@ -452,13 +495,91 @@ pub(crate) fn pending(git_dir: &Path) -> Option<(Kind, usize)> {
     Some(read(&dir).map_or((Kind::Prepare, 0), |(kind, _, undos)| (kind, undos.len())))
 }
 
-/// Undoes `undos`, last first; returns how many of them had a change to undo.
-fn undo_all(undos: &[Undo]) -> Result<usize> {
-    let mut changed = 0;
+/// Undoes `undos` (of the journal in `journal`), last first; says how many of them had a
+/// change to undo, and what was saved first because someone changed it after qola wrote it.
+fn undo_all(journal: &Path, undos: &[Undo]) -> Result<Undone> {
+    // The journal is `<work tree>/.git/qola/journal` (a submodule's files are under the same
+    // work tree); backups go beside it, as a forced preparation's do.
+    let qola_dir = journal.parent().unwrap_or(journal);
+    let root = qola_dir.parent().and_then(Path::parent);
+    let mut rescue = Rescue {
+        root,
+        dir: qola_dir.join("backups").join(format!(
+            "changed-while-preparing-{}",
+            crate::common::time::unix_now()
+        )),
+        undone: Undone::default(),
+    };
     for undo in undos.iter().rev() {
-        changed += usize::from(undo_one(undo)?);
+        let changed = undo_one(undo, &mut rescue)?;
+        rescue.undone.changes += usize::from(changed);
     }
-    Ok(changed)
+    Ok(rescue.undone)
+}
+
+/// Where a rollback saves what someone changed after qola wrote it.
+struct Rescue<'a> {
+    /// The checkout's work tree (paths are saved relative to it).
+    root: Option<&'a Path>,
+    /// The backup directory.
+    dir: PathBuf,
+    undone: Undone,
+}
+
+impl Rescue<'_> {
+    /// Before an undo replaces `path`: if it is not what qola left (`left`), moves it into the
+    /// backup directory.
+    fn save_if_changed(&mut self, path: &Path, left: &Left) -> Result<()> {
+        let now = match std::fs::symlink_metadata(path) {
+            Err(_) => Left::Nothing,
+            Ok(meta) if meta.is_dir() => Left::Content("a directory".to_string()),
+            Ok(meta) => {
+                use std::os::unix::fs::PermissionsExt;
+                let symlink = meta.file_type().is_symlink();
+                let data = if symlink {
+                    std::fs::read_link(path)
+                        .map(|t| t.into_os_string().into_vec())
+                        .map_err(io_error("read", path))?
+                } else {
+                    std::fs::read(path).map_err(io_error("read", path))?
+                };
+                let exec = !symlink && meta.permissions().mode() & 0o111 != 0;
+                Left::Content(state_hash(symlink, exec, &data))
+            }
+        };
+        if *left == Left::Unknown || now == *left || now == Left::Nothing {
+            return Ok(());
+        }
+        let relative = match self.root.and_then(|r| path.strip_prefix(r).ok()) {
+            Some(rel) => rel.to_path_buf(),
+            None => path.strip_prefix("/").unwrap_or(path).to_path_buf(),
+        };
+        let saved = self.dir.join(&relative);
+        if let Some(parent) = saved.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(io_error("create the backup directory", parent))?;
+        }
+        std::fs::rename(path, &saved).map_err(io_error("save a changed file to", &saved))?;
+        self.undone
+            .rescued
+            .push(relative.to_string_lossy().into_owned());
+        self.undone.backup = Some(self.dir.clone());
+        Ok(())
+    }
+}
+
+/// What a file or symlink is, as a hash: its kind, exec bit and bytes.
+fn state_hash(symlink: bool, exec: bool, data: &[u8]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(if symlink {
+        b"l"
+    } else if exec {
+        b"x"
+    } else {
+        b"f"
+    });
+    hasher.update(data);
+    hasher.finalize().to_hex().to_string()
 }
 
 /// Removes what is at `path`; whether there was anything.
@@ -475,14 +596,19 @@ fn remove_any(path: &Path) -> Result<bool> {
 }
 
 /// Undoes one change; whether there was one (a change never made, or undone already, is none).
-fn undo_one(undo: &Undo) -> Result<bool> {
+/// What someone changed after qola wrote it is saved through `rescue` first.
+fn undo_one(undo: &Undo, rescue: &mut Rescue) -> Result<bool> {
     let exists = |p: &RawPath| std::fs::symlink_metadata(&p.0).is_ok();
     match undo {
-        Undo::Remove { path } => remove_any(&path.0),
-        Undo::Restore { path, saved } => {
+        Undo::Remove { path, left } => {
+            rescue.save_if_changed(&path.0, left)?;
+            remove_any(&path.0)
+        }
+        Undo::Restore { path, saved, left } => {
             if !exists(saved) {
                 return Ok(false);
             }
+            rescue.save_if_changed(&path.0, left)?;
             remove_any(&path.0)?;
             std::fs::rename(&saved.0, &path.0).map_err(io_error("restore", &path.0))?;
             Ok(true)
@@ -606,7 +732,7 @@ mod tests {
             let git = tmp.path().join(format!("git-{n}"));
             let hooks = Hooks {
                 fail_after_writes: Some(n),
-                kill_at: None,
+                ..Hooks::default()
             };
             let mut journal = Journal::begin(&git, Kind::Prepare, "k", hooks).unwrap();
             let result = changes(&tree, &mut journal);
@@ -617,6 +743,32 @@ mod tests {
             }
         }
         panic!("the changes never completed");
+    }
+
+    #[test]
+    fn a_rollback_saves_what_someone_changed_after_qola_wrote_it_before_putting_the_old_file_back()
+    {
+        let tmp = tempfile::tempdir().unwrap();
+        let (tree, git) = (tmp.path().join("tree"), tmp.path().join("git"));
+        old_tree(&tree);
+        let before = listing(&tree);
+        let mut journal = Journal::begin(&git, Kind::Prepare, "k", Hooks::default()).unwrap();
+        changes(&tree, &mut journal).unwrap();
+        // An editor saves a.txt after qola wrote it, and recreates a file qola removed.
+        std::fs::write(tree.join("a.txt"), "the editor's a").unwrap();
+        std::fs::write(tree.join("gone.txt"), "the editor's gone").unwrap();
+        let undone = journal.roll_back().unwrap();
+        assert_eq!(listing(&tree), before, "the tree is as it was");
+        let backup = undone.backup.expect("a backup");
+        // Undone last change first: the removal of gone.txt, then the write of a.txt.
+        assert_eq!(undone.rescued, ["tree/gone.txt", "tree/a.txt"]);
+        for (path, text) in [
+            ("a.txt", "the editor's a"),
+            ("gone.txt", "the editor's gone"),
+        ] {
+            let saved = std::fs::read_to_string(backup.join("tree").join(path)).unwrap();
+            assert_eq!(saved, text);
+        }
     }
 
     #[test]
@@ -632,7 +784,13 @@ mod tests {
         assert_ne!(listing(&tree), before);
         assert_eq!(pending(&git), Some((Kind::Prepare, n)));
         let found = recover(&git, Some("old key")).unwrap();
-        assert_eq!(found, Some(Interrupted::RolledBack { changes: n }));
+        assert_eq!(
+            found,
+            Some(Interrupted::RolledBack(Undone {
+                changes: n,
+                ..Undone::default()
+            }))
+        );
         assert_eq!(listing(&tree), before);
         assert_eq!(recover(&git, None).unwrap(), None, "the journal is gone");
     }

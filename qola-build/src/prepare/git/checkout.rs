@@ -24,9 +24,12 @@ pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
             }
         }
     }
-    let repo = Repository::open(root).map_err(|e| PrepareError::NotACheckout {
-        root: root.to_path_buf(),
-        why: e.message().to_string(),
+    let repo = Repository::open(root).map_err(|e| match e.code() {
+        git2::ErrorCode::Owner => not_owned(root),
+        _ => PrepareError::NotACheckout {
+            root: root.to_path_buf(),
+            why: e.message().to_string(),
+        },
     })?;
     let workdir_matches = repo
         .workdir()
@@ -40,4 +43,31 @@ pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
         });
     }
     Ok(Some(repo))
+}
+
+/// The error for a repository at `path` that git refuses because another user owns it.
+pub(crate) fn not_owned(path: &Path) -> PrepareError {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(path).map_or(u32::MAX, |m| m.uid());
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let user = unsafe { libc::geteuid() };
+    PrepareError::NotOwned {
+        path: path.to_path_buf(),
+        owner: user_words(owner),
+        user: user_words(user),
+    }
+}
+
+/// `uid 1000 (alice)`: a user id, with its name when `/etc/passwd` has one.
+fn user_words(uid: u32) -> String {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let name = passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+    });
+    match name {
+        Some(name) => format!("uid {uid} ({name})"),
+        None => format!("uid {uid}"),
+    }
 }

@@ -185,7 +185,7 @@ impl Pinned {
                     });
                 };
                 let sub_url = resolve_relative_url(&parent.url, &sub_url);
-                let (repo, fresh) = match open_submodule(&workdir) {
+                let (repo, fresh) = match open_submodule(&workdir)? {
                     Some(repo) => (repo, false),
                     None => {
                         let parent = Parent {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
+use crate::prepare::git::checkout::not_owned;
 use crate::prepare::git::config::{relative_path, set_config};
 use crate::prepare::git::fetch::{Network, Reach};
 use crate::prepare::git::git_cli::GitCli;
@@ -20,14 +21,22 @@ pub(crate) struct Parent<'a> {
     pub workdir: &'a Path,
 }
 
-/// Opens a checked-out submodule at `workdir` (its own repository, not the superproject).
-pub(crate) fn open_submodule(workdir: &Path) -> Option<Repository> {
+/// Opens a checked-out submodule at `workdir` (its own repository, not the superproject); an
+/// error when git refuses it because another user owns it.
+pub(crate) fn open_submodule(workdir: &Path) -> Result<Option<Repository>> {
     if !workdir.join(".git").exists() {
-        return None;
+        return Ok(None);
     }
-    let repo = Repository::open(workdir).ok()?;
-    let same = repo.workdir()?.canonicalize().ok()? == workdir.canonicalize().ok()?;
-    same.then_some(repo)
+    let repo = match Repository::open(workdir) {
+        Ok(repo) => repo,
+        Err(e) if e.code() == git2::ErrorCode::Owner => return Err(not_owned(workdir)),
+        Err(_) => return Ok(None),
+    };
+    let same = repo
+        .workdir()
+        .and_then(|w| w.canonicalize().ok())
+        .is_some_and(|w| workdir.canonicalize().is_ok_and(|d| d == w));
+    Ok(same.then_some(repo))
 }
 
 /// Opens a submodule whose work tree is not attached (never checked out, `git submodule

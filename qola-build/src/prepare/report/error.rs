@@ -124,6 +124,17 @@ pub enum PrepareError {
         why: String,
     },
 
+    /// The checkout, or a submodule of it, belongs to another user: git refuses it.
+    #[error("{} belongs to {owner}, not to the user running qola ({user}), and git refuses a repository another user owns (\"dubious ownership\"). If you trust it, allow it in git's global config: `git config --global --add safe.directory {}` (a submodule needs an entry of its own), or run as its owner", path.display(), path.display())]
+    NotOwned {
+        /// The repository's work tree.
+        path: PathBuf,
+        /// Who owns it (`uid 1000 (alice)`).
+        owner: String,
+        /// Who runs qola.
+        user: String,
+    },
+
     /// A submodule of the pinned commit cannot be set up.
     #[error("submodule {path} of {}: {why}", root.display())]
     Submodule {
@@ -242,6 +253,20 @@ pub enum PrepareError {
         changes: usize,
     },
 
+    /// Files changed while qola wrote the tree (an editor saving one): the preparation was
+    /// undone, the changed files saved first.
+    #[error("while qola wrote the tree at {}, another program changed {paths} (an editor saving it, say); each was saved to {} before the checkout was put back as it was before this preparation ({changes} change(s) undone). Your changes are in that backup; prepare again once nothing else writes there", root.display(), backup.display())]
+    ChangedWhileWriting {
+        /// The checkout.
+        root: PathBuf,
+        /// The changed paths (relative to the checkout).
+        paths: String,
+        /// Where they were saved.
+        backup: PathBuf,
+        /// How many changes were undone.
+        changes: usize,
+    },
+
     /// A preparation failed after it had written, and undoing its changes failed too.
     #[error("{error}\nundoing this preparation's changes failed as well ({undo}); its journal {} stays, and the next preparation finishes undoing them", journal.display())]
     RollbackFailed {
@@ -285,6 +310,7 @@ impl PrepareError {
             | PrepareError::CommitNotFound { .. } => ErrorKind::Fetch,
             PrepareError::Git { .. } => ErrorKind::Io,
             PrepareError::NotACheckout { .. }
+            | PrepareError::NotOwned { .. }
             | PrepareError::Submodule { .. }
             | PrepareError::SkipWithoutCheckout { .. }
             | PrepareError::NotPrepared { .. } => ErrorKind::Checkout,
@@ -299,7 +325,9 @@ impl PrepareError {
             PrepareError::Io(_) => ErrorKind::Io,
             PrepareError::Env(e) => e.kind(),
             PrepareError::Cache(e) => e.kind(),
-            PrepareError::Verify { .. } => ErrorKind::Verify,
+            PrepareError::Verify { .. } | PrepareError::ChangedWhileWriting { .. } => {
+                ErrorKind::Verify
+            }
             PrepareError::Journal { .. } => ErrorKind::Io,
             PrepareError::RolledBack { error, .. } | PrepareError::RollbackFailed { error, .. } => {
                 error.kind()

@@ -6,40 +6,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::*;
-
-const QOLA: &str = env!("CARGO_BIN_EXE_qola");
-
-/// `qola` with no QOLA_* variables from the caller's environment.
-fn qola(s: &Setup, args: &[&str]) -> Command {
-    let mut command = Command::new(QOLA);
-    command.current_dir(s.tmp.path()).args(args);
-    command.env("QOLA_CACHE_DIR", s.cache());
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("QOLA_") && name != "QOLA_CACHE_DIR"
-            || name == "CARGO_NET_OFFLINE"
-        {
-            command.env_remove(name);
-        }
-    }
-    command
-}
-
-/// `qola <verb>` with the usual explicit arguments, then `extra`.
-fn explicit(s: &Setup, verb: &str, extra: &[&str]) -> Command {
-    let mut command = qola(s, &[verb]);
-    command
-        .arg("--root")
-        .arg(&s.root)
-        .arg("--url")
-        .arg(&s.demo.aiter)
-        .args(["--commit", &s.demo.commit, "--patches"])
-        .arg(&s.demo.patches)
-        .args(extra);
-    command
-}
 
 fn run(s: &Setup, verb: &str, extra: &[&str]) -> Output {
     explicit(s, verb, extra).output().expect("run qola")

@@ -603,7 +603,18 @@ fn a_killed_build_leaves_no_corrupt_entry() {
     let scratch = s.tmp.path().join("cache/hip/tmp");
     let objects = s.tmp.path().join("cache/hip/objects");
     let records = s.tmp.path().join("cache/hip/units");
-    let first_compiled = || std::fs::read_dir(&scratch).is_ok_and(|d| d.flatten().next().is_some());
+    // The build's scratch is `tmp/<its lease>/`: a first object there is a first compile done.
+    let first_compiled = || {
+        std::fs::read_dir(&scratch).is_ok_and(|builds| {
+            builds.flatten().any(|build| {
+                std::fs::read_dir(build.path()).is_ok_and(|files| {
+                    files
+                        .flatten()
+                        .any(|f| f.path().extension().is_some_and(|x| x == "o"))
+                })
+            })
+        })
+    };
     while !first_compiled() && running.try_wait().unwrap().is_none() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
@@ -620,7 +631,10 @@ fn a_killed_build_leaves_no_corrupt_entry() {
         complete < 3,
         "the kill came too late to test anything: {complete} units"
     );
-    for object in listed(&objects) {
+    for object in listed(&objects)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "o"))
+    {
         assert!(
             std::fs::read(&object).unwrap().starts_with(b"\x7fELF"),
             "a corrupt entry: {}",
@@ -948,7 +962,13 @@ with_both_compilers! {
 with_both_compilers! {
     fn the_cache_keeps_its_size_by_evicting_what_no_running_build_holds(s: Setup) {
         let cache = s.tmp.path().join("cache");
-        let objects = || std::fs::read_dir(cache.join("hip/objects")).unwrap().count();
+        let objects = || {
+            std::fs::read_dir(cache.join("hip/objects"))
+                .unwrap()
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "o"))
+                .count()
+        };
         let first = s.compile();
         assert_eq!((objects(), first.evicted), (3, 0));
         // Room for three objects only: a build of other flags stores three and evicts the

@@ -17,12 +17,14 @@ use std::process::Command;
 mod demo;
 mod farm;
 mod hip;
+mod phase;
 mod real;
 mod team;
 
 pub use demo::{DEMO_KERNEL, DEMO_PATCHES, Demo, code_object as demo_code_object};
 pub use farm::LoopbackFarm;
 pub use hip::HipProject;
+pub use phase::{resume, wait_until_stopped};
 pub use real::{RealAiter, real_aiter};
 pub use team::{RedisServer, copy_tracked, tool};
 

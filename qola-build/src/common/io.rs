@@ -58,6 +58,25 @@ pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool, IoErro
     Ok(true)
 }
 
+/// Makes `path` a directory of qola's own (with its missing parents), never following what is
+/// there instead: a symlink (qola makes none in its place) is removed, the link only, and a
+/// directory made; a file or anything else is refused, naming it (it may be the user's).
+pub(crate) fn own_dir(path: &Path) -> Result<(), IoError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::remove_file(path).map_err(io_error("remove the symlink", path))?;
+            std::fs::create_dir(path).map_err(io_error("create the directory", path))
+        }
+        Ok(_) => Err(IoError {
+            what: "use as qola's directory (it is not a directory: move it away)".to_string(),
+            path: path.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+        }),
+        Err(_) => std::fs::create_dir_all(path).map_err(io_error("create the directory", path)),
+    }
+}
+
 /// `NotFound`, or a path component that is a file (`NotADirectory`).
 pub(crate) fn is_absent(e: &std::io::Error) -> bool {
     matches!(

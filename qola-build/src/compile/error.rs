@@ -105,6 +105,16 @@ pub enum CompileError {
         problem: String,
     },
 
+    /// Neither qola's object cache nor the build's own cache under its output directory can be
+    /// written.
+    #[error("qola's object cache cannot be written, nor the build's own cache {}: {why}; free some space or point QOLA_CACHE_DIR (qola's cache) and the output directory at a disk this build can write", dir.display())]
+    CacheUnwritable {
+        /// The build's own cache.
+        dir: PathBuf,
+        /// Why.
+        why: String,
+    },
+
     /// Linking the library failed.
     #[error("linking failed: `{command}`: {stderr}")]
     Link {
@@ -127,7 +137,7 @@ impl CompileError {
             | CompileError::Farm { .. } => ErrorKind::Toolchain,
             CompileError::NoOutDir | CompileError::InvalidRoot { .. } => ErrorKind::Input,
             CompileError::Compile { .. } | CompileError::Link { .. } => ErrorKind::Compile,
-            CompileError::Io(_) => ErrorKind::Io,
+            CompileError::Io(_) | CompileError::CacheUnwritable { .. } => ErrorKind::Io,
             CompileError::Env(e) => e.kind(),
             CompileError::Cache(e) => e.kind(),
         }

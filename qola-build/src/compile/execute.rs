@@ -19,7 +19,7 @@ use crate::common::text::shell_quote;
 use crate::compile::cache::ObjectCache;
 use crate::compile::error::{CompileError, Result, io_error};
 use crate::compile::launcher::{Answered, farm};
-use crate::compile::plan::{Unit, UnitPlan};
+use crate::compile::plan::{Reason, Unit, UnitPlan};
 use crate::compile::report::{CompileReport, UnitReport};
 use crate::compile::resolve::Resolved;
 use crate::compile::run::{self as jobs, memory, progress};
@@ -48,11 +48,13 @@ pub(super) struct Staged {
 }
 
 /// A report for every unit and a job for every unit the plan compiles.
-pub(super) fn stage(
-    units: &[Unit],
-    resolved: &Resolved,
-    objects: &mut ObjectCache,
-) -> Result<Staged> {
+pub(super) fn stage(units: &[Unit], resolved: &Resolved, objects: &ObjectCache) -> Result<Staged> {
+    let mut env = resolved.launcher.env().to_vec();
+    if units.iter().any(|u| u.plan.compiles()) {
+        // Compilers' temporary files go to the build's scratch, removed when it ends.
+        let tmpdir = objects.compile_tmpdir()?;
+        env.push(("TMPDIR".to_string(), tmpdir.display().to_string()));
+    }
     let mut staged = Staged {
         reports: Vec::new(),
         jobs: Vec::new(),
@@ -70,8 +72,10 @@ pub(super) fn stage(
         };
         match &unit.plan {
             UnitPlan::Reuse { key, compiled_for } => {
-                objects.hold(key);
-                report.object = objects.object_path(key);
+                report.object = match &unit.object {
+                    Some(checked) => checked.clone(),
+                    None => objects.object_path(key),
+                };
                 report.reason = format!("compiled for {compiled_for}");
                 let recorded = unit.facts.recorded.as_ref().map(|r| &r.headers[..]);
                 report.headers = recorded
@@ -90,7 +94,7 @@ pub(super) fn stage(
                     unit: index,
                     argv: argv.clone(),
                     cwd: resolved.roots.dir().to_path_buf(),
-                    env: resolved.launcher.env().to_vec(),
+                    env: env.clone(),
                 });
                 staged.scratch.push(Scratch {
                     unit: index,
@@ -113,6 +117,52 @@ pub(super) struct Ran {
     pub answered: Answered,
     /// The build log, open while the build goes on (none when nothing ran).
     pub progress: Option<progress::Progress>,
+}
+
+impl Ran {
+    /// What the first failed compile said, if one failed.
+    pub(super) fn failure_text(&self) -> Option<&str> {
+        self.outcomes
+            .iter()
+            .find_map(|o| o.failure.as_ref().map(|(_, said)| said.as_str()))
+    }
+}
+
+/// Whether the build will link its library: something compiles, or the library is not up to
+/// date with the objects of `units` (all reused).
+pub(super) fn will_link(
+    build: &HipBuild,
+    resolved: &Resolved,
+    name: &str,
+    units: &[Unit],
+) -> Result<bool> {
+    let mut keys = Vec::new();
+    for unit in units {
+        match &unit.plan {
+            UnitPlan::Reuse { key, .. } => keys.push(key.clone()),
+            UnitPlan::Compile { .. } => return Ok(true),
+        }
+    }
+    Ok(!library_stamp(build, resolved, name, &keys)?.holds())
+}
+
+/// Checks each reused unit's object before it is linked (see `cache`: Failure): a good one is
+/// the unit's object; one that is not compiles instead, saying why.
+pub(super) fn check_reused(units: &mut [Unit], objects: &mut ObjectCache) {
+    for unit in units {
+        let UnitPlan::Reuse { key, .. } = &unit.plan else {
+            continue;
+        };
+        match objects.take(key) {
+            Ok(object) => unit.object = Some(object),
+            Err(why) => {
+                unit.plan = UnitPlan::Compile {
+                    reason: Reason::Unusable(why),
+                    distribute: false,
+                }
+            }
+        }
+    }
 }
 
 /// Runs `jobs` (in the roots' links directory, made here), `parallelism.jobs` at once, each
@@ -262,23 +312,23 @@ pub(super) fn link_library(
                 .unwrap_or_default()
         })
         .collect();
+    let stamp = library_stamp(build, resolved, name, &keys)?;
     let linked = match &build.shared {
         Some(path) => link::link_shared(
             &resolved.toolchain,
             path,
             &object_paths,
-            &keys,
             build.version_script.as_deref(),
-            &resolved.out_dir,
+            &stamp,
         )?,
         None => link::link(
             name,
             &object_paths,
-            &keys,
             &build.exported,
             &resolved.out_dir,
             &resolved.target,
             build.cargo_metadata,
+            &stamp,
         )?,
     };
     if build.cargo_metadata {
@@ -288,6 +338,30 @@ pub(super) fn link_library(
         println!("cargo:rustc-link-lib=dylib=amdhip64");
     }
     Ok(linked)
+}
+
+/// The record of what `build`'s library `name` was linked from, for the objects of `keys`.
+fn library_stamp(
+    build: &HipBuild,
+    resolved: &Resolved,
+    name: &str,
+    keys: &[String],
+) -> Result<link::Stamp> {
+    match &build.shared {
+        Some(path) => link::shared_stamp(
+            &resolved.toolchain,
+            path,
+            keys,
+            build.version_script.as_deref(),
+            &resolved.out_dir,
+        ),
+        None => Ok(link::static_stamp(
+            name,
+            keys,
+            &build.exported,
+            &resolved.out_dir,
+        )),
+    }
 }
 
 /// Ends the build's log with the summary and says the summary when something compiled (on

@@ -100,18 +100,35 @@ pub(crate) fn shared_command(
     words.join(" ")
 }
 
-/// Links `objects` into the shared library `library` with the HIP compiler (which adds the HIP
-/// runtime), exporting what `version_script` names. Written (through a temporary file and a
-/// rename) only when the objects or the script changed; the record of its inputs is kept in
-/// `work_dir`.
-pub(crate) fn link_shared(
+/// The record of a library's inputs: the library, the file that records what it was linked
+/// from, and what that file must hold for the library to be up to date.
+pub(crate) struct Stamp {
+    library: PathBuf,
+    path: PathBuf,
+    inputs: String,
+}
+
+impl Stamp {
+    /// Whether the library exists and was linked from these inputs.
+    pub(crate) fn holds(&self) -> bool {
+        self.library.is_file()
+            && std::fs::read_to_string(&self.path).is_ok_and(|s| s == self.inputs)
+    }
+
+    fn write(&self) -> Result<()> {
+        Ok(write_atomic(&self.path, self.inputs.as_bytes())?)
+    }
+}
+
+/// The stamp of the shared library `library` linked from the objects of `keys` with
+/// `version_script` by `toolchain`, kept in `work_dir`.
+pub(crate) fn shared_stamp(
     toolchain: &HipToolchain,
     library: &Path,
-    objects: &[PathBuf],
     keys: &[String],
     version_script: Option<&Path>,
     work_dir: &Path,
-) -> Result<Linked> {
+) -> Result<Stamp> {
     let file_name = library
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -120,14 +137,52 @@ pub(crate) fn link_shared(
         Some(path) => std::fs::read_to_string(path).map_err(io_error("read", path))?,
         None => String::new(),
     };
-    let stamp = work_dir.join(format!("{file_name}.inputs"));
-    let inputs = format!(
-        "{}\n--\n{}\n--\n{}\n",
-        keys.join("\n"),
-        script,
-        toolchain.identity
-    );
-    if library.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == inputs) {
+    Ok(Stamp {
+        library: library.to_path_buf(),
+        path: work_dir.join(format!("{file_name}.inputs")),
+        inputs: format!(
+            "{}\n--\n{}\n--\n{}\n",
+            keys.join("\n"),
+            script,
+            toolchain.identity
+        ),
+    })
+}
+
+/// The stamp of `<out_dir>/lib<name>.a` linked from the objects of `keys`, exporting `exported`.
+pub(crate) fn static_stamp(
+    name: &str,
+    keys: &[String],
+    exported: &[String],
+    out_dir: &Path,
+) -> Stamp {
+    Stamp {
+        library: out_dir.join(format!("lib{name}.a")),
+        path: out_dir.join(format!("lib{name}.inputs")),
+        // The recipe's version is an input: a library linked by an earlier recipe is relinked.
+        inputs: format!(
+            "{STATIC_RECIPE}\n{}\n--\n{}\n",
+            keys.join("\n"),
+            exported.join("\n")
+        ),
+    }
+}
+
+/// Links `objects` into the shared library `library` with the HIP compiler (which adds the HIP
+/// runtime), exporting what `version_script` names. Written (through a temporary file and a
+/// rename) only when the objects or the script changed (`stamp`, see [`shared_stamp`]).
+pub(crate) fn link_shared(
+    toolchain: &HipToolchain,
+    library: &Path,
+    objects: &[PathBuf],
+    version_script: Option<&Path>,
+    stamp: &Stamp,
+) -> Result<Linked> {
+    let file_name = library
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stamp.holds() {
         return Ok(Linked {
             library: library.to_path_buf(),
             written: false,
@@ -155,7 +210,7 @@ pub(crate) fn link_shared(
         return Err(e);
     }
     std::fs::rename(&partial, library).map_err(io_error("install", library))?;
-    write_atomic(&stamp, inputs.as_bytes())?;
+    stamp.write()?;
     Ok(Linked {
         library: library.to_path_buf(),
         written: true,
@@ -170,27 +225,20 @@ pub(crate) struct Linked {
     pub written: bool,
 }
 
-/// Links `objects` (cache keys given in `keys`) into `<out_dir>/lib<name>.a`, exporting only
-/// `exported` when it is not empty. Prints cc's `rustc-link-lib` directives when `cargo_metadata`.
+/// Links `objects` into `<out_dir>/lib<name>.a`, exporting only `exported` when it is not
+/// empty, unless `stamp` (see [`static_stamp`]) says it is up to date. Prints cc's
+/// `rustc-link-lib` directives when `cargo_metadata`.
 pub(crate) fn link(
     name: &str,
     objects: &[PathBuf],
-    keys: &[String],
     exported: &[String],
     out_dir: &Path,
     target: &str,
     cargo_metadata: bool,
+    stamp: &Stamp,
 ) -> Result<Linked> {
     let library = out_dir.join(format!("lib{name}.a"));
-    let stamp = out_dir.join(format!("lib{name}.inputs"));
-    // The recipe's version is an input: a library linked by an earlier recipe is relinked.
-    let inputs = format!(
-        "{STATIC_RECIPE}\n{}\n--\n{}\n",
-        keys.join("\n"),
-        exported.join("\n")
-    );
-    let unchanged = library.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == inputs);
-    if unchanged {
+    if stamp.holds() {
         if cargo_metadata {
             println!("cargo:rustc-link-search=native={}", out_dir.display());
             println!("cargo:rustc-link-lib=static={name}");
@@ -236,7 +284,7 @@ pub(crate) fn link(
             command: format!("ar (through cc) for lib{name}.a"),
             stderr: e.to_string(),
         })?;
-    write_atomic(&stamp, inputs.as_bytes())?;
+    stamp.write()?;
     Ok(Linked {
         library,
         written: true,

@@ -281,9 +281,15 @@ pub(crate) fn cache_usage(
     Ok(cache::usage(&cache.join(crate::cache::OBJECTS), max))
 }
 
-/// Removes every object of qola's cache under `cache` that no running build holds (`qola cache
-/// --clear`); returns how many it removed.
-pub(crate) fn clear_cache(cache: &Path) -> error::Result<usize> {
-    let objects = cache::ObjectCache::open(cache.join(crate::cache::OBJECTS));
+/// Removes every object of qola's cache under `cache` that no running build holds, and what
+/// builds that are gone left (`qola cache --clear`); returns how many objects it removed. `say`
+/// tells the user what it waits for.
+pub(crate) fn clear_cache(cache: &Path, say: impl Fn(&str)) -> error::Result<usize> {
+    let objects = cache::ObjectCache::open(
+        cache.join(crate::cache::OBJECTS),
+        None,
+        crate::common::hooks::Hooks::default(),
+        say,
+    );
     Ok(objects.evict(0)?.objects)
 }

@@ -3,10 +3,12 @@
 //! 1. [`Resolved::new`]: output directory, cache, compiler, architectures (probed), roots and
 //!    arguments as names, the launcher, parallelism limits, the cache's size.
 //! 2. [`HipBuild::units`]: each unit looked up once in the object cache and planned by the pure
-//!    [`plan::decide`] (reuse, compile, or distribute, with the reason); the farm is asked only
-//!    when something compiles.
+//!    [`plan::decide`] (reuse, compile, or distribute, with the reason); when the library will
+//!    be linked, each reused object is checked first (a corrupt one compiles instead); the farm
+//!    is asked only when something compiles.
 //! 3. `try_plan` says so; `try_compile` acts through the steps of `execute`: stage (a job per
-//!    unit to compile), run (in the links' directory, the log written as each ends), store (each
+//!    unit to compile), run (in the links' directory, the log written as each ends; run again in
+//!    the build's own cache when the shared one turns out full or read-only), store (each
 //!    object under its key), link, watch the inputs, evict, record the build's statistics, and
 //!    finish the log.
 
@@ -25,14 +27,16 @@ use crate::compile::run::{memory, progress};
 use crate::compile::{HipBuild, execute, link};
 
 impl HipBuild {
-    /// Every unit of the build, looked up once, with the plan for it; the farm is asked only
-    /// when something compiles.
+    /// Every unit of the build, looked up once, with the plan for it. When the library `library`
+    /// will be linked (`check`: by a build, not a plan), each reused object is checked first;
+    /// the farm is asked only when something compiles.
     fn units(
         &self,
         resolved: &mut Resolved,
         env: &Env,
         library: &str,
         objects: &mut ObjectCache,
+        check: bool,
     ) -> Result<Vec<Unit>> {
         let mut units = Vec::new();
         for file in &self.files {
@@ -47,13 +51,19 @@ impl HipBuild {
                 id,
                 facts,
                 plan,
+                object: None,
             });
+        }
+        if check && execute::will_link(self, resolved, library, &units)? {
+            execute::check_reused(&mut units, objects);
         }
         if units.iter().any(|u| u.plan.compiles()) {
             resolved.ask_farm(env)?;
             let up = matches!(resolved.launcher.farm(), farm::Farm::Up { .. });
             for unit in &mut units {
-                unit.plan = plan::decide(&unit.facts, &resolved.settings, up);
+                if let UnitPlan::Compile { distribute, .. } = &mut unit.plan {
+                    *distribute = up;
+                }
             }
         }
         Ok(units)
@@ -88,8 +98,8 @@ impl HipBuild {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let mut r = Resolved::new(self, &env)?;
-        let mut objects = ObjectCache::open(r.cache.join(crate::cache::OBJECTS));
-        let units = self.units(&mut r, &env, name, &mut objects)?;
+        let mut objects = r.object_cache(&directives);
+        let units = self.units(&mut r, &env, name, &mut objects, false)?;
         let mut planned = Vec::new();
         for unit in &units {
             let (key, object, decision, reason) = match &unit.plan {
@@ -153,12 +163,14 @@ impl HipBuild {
         let directives = Directives::new(self.cargo_metadata);
         let env = Env::new(&directives);
         let mut resolved = Resolved::new(self, &env)?;
-        let mut objects = ObjectCache::open(resolved.cache.join(crate::cache::OBJECTS));
-        let units = self.units(&mut resolved, &env, name, &mut objects)?;
+        let mut objects = resolved.object_cache(&directives);
+        let units = self.units(&mut resolved, &env, name, &mut objects, true)?;
+        resolved.hooks.step("compile:planned");
         if units.iter().any(|u| u.plan.compiles()) {
             resolved.launcher.start();
+            objects.remove_leftovers();
         }
-        let mut staged = execute::stage(&units, &resolved, &mut objects)?;
+        let mut staged = execute::stage(&units, &resolved, &objects)?;
         let to_compile: Vec<&str> = staged
             .scratch
             .iter()
@@ -173,7 +185,18 @@ impl HipBuild {
             .collect();
         let echo = progress::Echo::choose(self.cargo_metadata, self.terminal);
         let jobs = std::mem::take(&mut staged.jobs);
-        let ran = execute::run(&resolved, jobs, &parallelism, &log, log_units.clone(), echo)?;
+        let mut ran = execute::run(&resolved, jobs, &parallelism, &log, log_units.clone(), echo)?;
+        // A shared cache found full or read-only while compiling: the build's own takes over.
+        if let Some(why) = ran
+            .failure_text()
+            .and_then(|said| objects.write_failure(said))
+        {
+            execute::remove_scratch(&staged.scratch);
+            objects.fall_back(why);
+            staged = execute::stage(&units, &resolved, &objects)?;
+            let jobs = std::mem::take(&mut staged.jobs);
+            ran = execute::run(&resolved, jobs, &parallelism, &log, log_units.clone(), echo)?;
+        }
         if let Some(failed) = ran.outcomes.iter().find(|o| o.failure.is_some()) {
             execute::remove_scratch(&staged.scratch);
             return Err(execute::failed_compile(&resolved, &staged, failed)?);
@@ -188,9 +211,8 @@ impl HipBuild {
         } else {
             0
         };
-        // The cache's statistics are an optimisation's report: a failure to keep them is not a
-        // failed build.
-        let _ = objects.record_build(BuildStats {
+        // The cache's statistics are an optimisation's report: never a failed or a waiting build.
+        objects.record_build(BuildStats {
             at: utc_timestamp(unix_now()),
             library: name.to_string(),
             out_dir: resolved.out_dir.display().to_string(),

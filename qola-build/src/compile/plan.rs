@@ -23,6 +23,8 @@ pub(crate) struct Unit {
     pub facts: UnitFacts,
     /// What to do with it.
     pub plan: UnitPlan,
+    /// The object a reused unit links, once checked (see `cache`: Failure).
+    pub object: Option<PathBuf>,
 }
 
 /// What to do with one unit.
@@ -61,6 +63,8 @@ pub(crate) enum Reason {
     Gone(String),
     /// The inputs are as recorded, but the object is no longer in the cache (evicted).
     Evicted,
+    /// The cached object failed its check before it was linked (see `cache`: Failure).
+    Unusable(String),
 }
 
 impl fmt::Display for Reason {
@@ -83,6 +87,7 @@ impl fmt::Display for Reason {
             Reason::NewContent(header) => write!(f, "new content: {header}"),
             Reason::Gone(input) => write!(f, "input gone: {input}"),
             Reason::Evicted => write!(f, "its object was evicted from the cache"),
+            Reason::Unusable(why) => write!(f, "its cached object cannot be used: {why}"),
         }
     }
 }

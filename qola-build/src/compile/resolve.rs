@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::build_script::{Env, EnvError};
+use crate::build_script::{Directives, Env, EnvError};
+use crate::common::hooks::Hooks;
+use crate::compile::cache::ObjectCache;
 use crate::compile::cache::key::Settings;
 use crate::compile::error::{CompileError, Result, io_error};
 use crate::compile::launcher::{Launcher, farm};
@@ -30,6 +32,8 @@ pub(crate) struct Resolved {
     pub target: String,
     /// The object cache's size limit (`QOLA_CACHE_MAX_SIZE`).
     pub max_cache_size: u64,
+    /// qola's own test hooks (`test-hooks` feature only).
+    pub hooks: Hooks,
 }
 
 impl Resolved {
@@ -122,6 +126,7 @@ impl Resolved {
             env_memory,
             target,
             max_cache_size,
+            hooks: Hooks::from_env(|name| env.var(name).ok().flatten()),
         })
     }
 
@@ -241,6 +246,17 @@ impl Resolved {
         std::iter::once(self.toolchain.path.to_string_lossy().into_owned())
             .chain(self.settings.args.iter().cloned())
             .collect()
+    }
+
+    /// The object cache as this build uses it (see `cache`), saying what it must through
+    /// `directives`.
+    pub(crate) fn object_cache<'d>(&self, directives: &'d Directives) -> ObjectCache<'d> {
+        ObjectCache::open(
+            self.cache.join(crate::cache::OBJECTS),
+            Some(&self.out_dir),
+            self.hooks.clone(),
+            |message| directives.warning(message),
+        )
     }
 
     /// Asks the compile farm, when the launcher is one (see `launcher`). Only builds with

@@ -120,9 +120,10 @@ impl Roots {
         arg.to_string()
     }
 
-    /// Makes (or repairs) the links; only a build that compiles calls this.
+    /// Makes (or repairs) the links; only a build that compiles calls this. What is at the
+    /// links' place and is not qola's directory is never followed (see `own_dir`).
     pub(crate) fn link(&self) -> Result<()> {
-        std::fs::create_dir_all(&self.dir).map_err(io_error("create", &self.dir))?;
+        crate::common::io::own_dir(&self.dir)?;
         for (name, dir) in &self.roots {
             let link = self.dir.join(name);
             if std::fs::read_link(&link).is_ok_and(|to| to == *dir) {

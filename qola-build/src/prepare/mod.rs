@@ -83,9 +83,9 @@ impl Prepare {
     fn prepare_emitting(&self, directives: &Directives) -> Result<Preparation> {
         let env = Env::new(directives);
         let settings = self.settings(&env, directives)?;
-        let _lock = lock_checkout(&settings.root, |lock| {
+        let _lock = lock_checkout(&settings.root, |lock, who| {
             directives.warning(&format!(
-                "waiting for another qola preparation of {} to finish (lock {})",
+                "waiting for another qola preparation of {} to finish (lock {}, held by {who})",
                 settings.root.display(),
                 lock.display()
             ))
@@ -101,8 +101,18 @@ impl Prepare {
                     None => Resumed::None,
                     Some(journal::Interrupted::Clone) => Resumed::Clone,
                     Some(journal::Interrupted::Completed) => Resumed::Completed,
-                    Some(journal::Interrupted::RolledBack { changes }) => {
-                        Resumed::RolledBack { changes }
+                    Some(journal::Interrupted::RolledBack(undone)) => {
+                        if let Some(backup) = &undone.backup {
+                            directives.warning(&format!(
+                                "{}: an interrupted preparation was undone; another program had changed {} after it wrote them, saved to {} first",
+                                settings.root.display(),
+                                name_some(&undone.rescued, LIST_LIMIT),
+                                backup.display()
+                            ));
+                        }
+                        Resumed::RolledBack {
+                            changes: undone.changes,
+                        }
                     }
                 }
             }

@@ -84,6 +84,35 @@ impl Setup {
     }
 }
 
+/// The `qola` binary of this build (the `cli` feature), for the tests that run it.
+pub fn qola_binary() -> &'static str {
+    option_env!("CARGO_BIN_EXE_qola").expect("the qola binary: build the tests with --features cli")
+}
+
+/// `qola <args>` in `s`'s directory with `s`'s cache and none of the caller's `QOLA_*`
+/// variables (nor `CARGO_NET_OFFLINE`): the one command builder of the tests that run qola.
+pub fn qola(s: &Setup, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(qola_binary());
+    command.current_dir(s.tmp.path()).args(args);
+    qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
+    command.env("QOLA_CACHE_DIR", s.cache());
+    command
+}
+
+/// `qola <verb>` with the demo's checkout, URL, commit and series named, then `extra`.
+pub fn explicit(s: &Setup, verb: &str, extra: &[&str]) -> std::process::Command {
+    let mut command = qola(s, &[verb]);
+    command
+        .arg("--root")
+        .arg(&s.root)
+        .arg("--url")
+        .arg(&s.demo.aiter)
+        .args(["--commit", &s.demo.commit, "--patches"])
+        .arg(&s.demo.patches)
+        .args(extra);
+    command
+}
+
 /// Paths patched by the demo series, to check after a preparation.
 pub const PATCHED_SUPER: &str = "csrc/include/mha_fwd.h";
 pub const PATCHED_CK: &str =

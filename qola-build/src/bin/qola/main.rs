@@ -236,13 +236,15 @@ fn cache(c: &CacheCmd) -> ExitCode {
         eprintln!("qola cache: removed {n} objects");
     }
     eprintln!(
-        "qola cache: {}\n  {} objects, {:.2} GiB of {:.2} GiB; {} units recorded; {} builds running",
+        "qola cache: {}\n  {} objects, {:.2} GiB (and {:.2} GiB of records and scratch) of {:.2} GiB; {} units recorded; {} builds running; {} left by builds that are gone",
         usage.dir.display(),
         usage.objects,
         gib(usage.bytes),
+        gib(usage.other_bytes),
         gib(usage.max_bytes),
         usage.units,
-        usage.running_builds
+        usage.running_builds,
+        usage.leftovers
     );
     if !usage.builds.is_empty() {
         eprintln!("  last builds (reused from the cache / compiled):");

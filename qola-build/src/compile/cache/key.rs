@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 /// The format of unit ids, keys, records and objects: raise it when what goes into them or how
 /// they are stored changes, so that entries written by another qola are never read as this
 /// one's (they are new units, compiled again, and evicted in time).
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
 
 /// How a unit is compiled: the compiler's identity and the arguments, as names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,11 +9,14 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::compile::cache::layer::Layer;
+
 /// A build's lease, held locked while it runs; removed when dropped.
 #[derive(Debug)]
 pub(crate) struct Lease {
     file: File,
     path: PathBuf,
+    name: String,
 }
 
 impl Lease {
@@ -30,12 +33,22 @@ impl Lease {
             .read(true)
             .open(&path)?;
         file.lock()?;
-        Ok(Lease { file, path })
+        Ok(Lease {
+            file,
+            path,
+            name: format!("{}-{n}", std::process::id()),
+        })
     }
 
-    /// Names `key` in the lease.
-    pub(crate) fn name(&mut self, key: &str) {
-        let _ = writeln!(self.file, "{key}");
+    /// The lease's name (`<pid>-<n>`): its build's scratch directory is named after it.
+    pub(crate) fn id(&self) -> &str {
+        &self.name
+    }
+
+    /// Names `key` in the lease: from now on no eviction removes its object. Written at once (a
+    /// file write, no buffer), so an eviction that runs after this returns sees it.
+    pub(crate) fn name(&mut self, key: &str) -> std::io::Result<()> {
+        writeln!(self.file, "{key}")
     }
 }
 
@@ -58,29 +71,35 @@ pub(crate) fn is_live(path: &Path) -> bool {
         .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
-/// The keys named by leases whose builds still run; leases of ended builds are removed.
-pub(crate) fn held(dir: &Path) -> BTreeSet<String> {
-    let mut held = BTreeSet::new();
+/// The names of the leases under `dir` whose builds still run; leases of ended builds are
+/// removed.
+pub(crate) fn live(dir: &Path) -> BTreeSet<String> {
+    let mut live = BTreeSet::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return held;
+        return live;
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if is_live(&path) {
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                held.extend(text.lines().map(String::from));
-            }
+            live.insert(entry.file_name().to_string_lossy().into_owned());
         } else {
             let _ = std::fs::remove_file(&path);
         }
     }
-    held
+    live
+}
+
+/// The keys named by the leases `live` under `dir`.
+pub(crate) fn held(dir: &Path, live: &BTreeSet<String>) -> BTreeSet<String> {
+    live.iter()
+        .filter_map(|name| std::fs::read_to_string(dir.join(name)).ok())
+        .flat_map(|text| text.lines().map(String::from).collect::<Vec<_>>())
+        .collect()
 }
 
 /// One object of the cache.
 pub(crate) struct Object {
     pub key: String,
-    pub path: PathBuf,
     pub bytes: u64,
     pub used: SystemTime,
 }
@@ -98,7 +117,6 @@ pub(crate) fn objects(dir: &Path) -> Vec<Object> {
             let meta = entry.metadata().ok()?;
             Some(Object {
                 key,
-                path: entry.path(),
                 bytes: meta.len(),
                 used: meta.modified().ok()?,
             })
@@ -113,11 +131,12 @@ pub(crate) struct Evicted {
     pub bytes: u64,
 }
 
-/// Removes the least recently used objects under `objects_dir` until they fit in `max` bytes,
-/// sparing every key in `held`. The caller holds the cache's lock.
-pub(crate) fn evict(objects_dir: &Path, held: &BTreeSet<String>, max: u64) -> Evicted {
-    let mut objects = objects(objects_dir);
-    let mut bytes: u64 = objects.iter().map(|o| o.bytes).sum();
+/// Removes the least recently used objects of `layer` until the cache fits in `max` bytes with
+/// `other` bytes besides the objects, sparing every key in `held`. The caller holds the cache's
+/// lock.
+pub(crate) fn evict(layer: &Layer, held: &BTreeSet<String>, max: u64, other: u64) -> Evicted {
+    let mut objects = objects(&layer.root.join("objects"));
+    let mut bytes: u64 = objects.iter().map(|o| o.bytes).sum::<u64>() + other;
     let mut evicted = Evicted::default();
     objects.sort_by_key(|o| o.used);
     for object in objects {
@@ -127,7 +146,7 @@ pub(crate) fn evict(objects_dir: &Path, held: &BTreeSet<String>, max: u64) -> Ev
         if held.contains(&object.key) {
             continue;
         }
-        if std::fs::remove_file(&object.path).is_ok() {
+        if layer.remove(&object.key) {
             bytes -= object.bytes;
             evicted.objects += 1;
             evicted.bytes += object.bytes;

@@ -6,7 +6,7 @@
 //! under one of the build's roots (the crate, the output directory, qola's cache, AITER's tree,
 //! its generated code), the absolute path otherwise (system and ROCm headers). Nothing below
 //! uses a location. What goes into a unit's id, its key and its record is one value,
-//! [`key::ObjectKey`], whose docs carry the table.
+//! [`key::ObjectKey`], whose docs carry the table; the layout on disk is in `layer`.
 //!
 //! Before compiling, each unit's key is computed from its record with today's content: if the
 //! object for it exists, the unit is reused, whoever compiled it and wherever (another profile,
@@ -24,16 +24,33 @@
 //!
 //! # Staying a size
 //!
-//! Each build holds a **lease** (see `lease`) naming every object it reuses or stores. Using an
-//! object renews its modification time. After a build stores objects, and on `qola cache
-//! --clear`, the least recently used objects are evicted under the cache's lock until the
-//! objects fit `QOLA_CACHE_MAX_SIZE`; objects a live lease names are never evicted. Each build's
-//! hits and compiles are kept in `builds.json` (the last 50) for `qola cache` (see `usage`).
+//! Each build holds a **lease** (see `lease`) naming every object it reuses or stores, named
+//! there *before* the unit is decided reusable: an eviction that runs later spares it, one that
+//! ran before removed it and the unit compiles. Using an object renews its modification time.
+//! After a build stores objects, and on `qola cache --clear`, the least recently used objects
+//! are evicted under the cache's lock until everything (objects, records, scratch) fits
+//! `QOLA_CACHE_MAX_SIZE`; objects a live lease names are never evicted. A build's scratch
+//! (`tmp/<its lease>/`: objects being compiled, depfiles, the compilers' `TMPDIR`) goes when
+//! it ends; what a killed build left is removed by the next build that compiles and by `qola
+//! cache --clear`. Each build's hits and compiles are kept in `builds.json` (the last 50) for
+//! `qola cache` (see `usage`).
 //!
-//! Objects are written to a temporary name and renamed into place under the lock, so a killed
-//! build leaves at most a temporary file, never a corrupt entry.
+//! # Failure
+//!
+//! | fault | what qola does | what the user sees |
+//! |---|---|---|
+//! | an object whose bytes are not the ones stored (flipped, truncated, replaced) or whose hash is missing | found when the object is about to be linked (each is checked against the hash stored with it, `layer`): the entry is removed, the unit compiled again | one warning naming the entry and what differs |
+//! | the cache cannot be written (read-only, permission denied, full) | the build goes on with a cache of its own under its output directory (`<out>/qola-cache/hip`): hits from the shared cache are checked and copied there, what must compile is compiled and kept there; nothing goes to `HOME` or `TMPDIR` | one warning: which cache, why, and `QOLA_CACHE_DIR` / `QOLA_CACHE_MAX_SIZE` as the fix |
+//! | a build killed (`kill -9`) | its lease is no longer locked: its objects may be evicted, its scratch and half-written entries are removed by the next build that compiles | nothing |
+//! | another build holds the cache's lock (storing, evicting; stopped, say) | a build that must store waits, after saying for what and who holds it (pid, command); recording statistics never waits (skipped) | `waiting for qola's object cache ... (held by pid N: ...)` |
+//! | an object evicted by another build after this one planned to reuse it | cannot happen: the lease names it first (see above) | nothing |
+//!
+//! Entries are written whole: the object's hash first, then the object, each through a
+//! temporary name renamed into place under the lock, so a killed build leaves at most a
+//! temporary file, never an entry that verifies and is wrong.
 
 pub(crate) mod key;
+mod layer;
 mod lease;
 mod usage;
 
@@ -42,11 +59,13 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::common::io::write_atomic;
-use crate::compile::error::{Result, io_error};
+use crate::common::hooks::Hooks;
+use crate::common::lock;
+use crate::compile::error::{CompileError, Result};
 use crate::compile::roots::Roots;
 pub(crate) use key::Changed;
-use key::{Input, ObjectKey, Settings, UnitRecord};
+use key::{Input, ObjectKey, Settings};
+use layer::{Layer, Unusable};
 pub(crate) use lease::Evicted;
 pub use usage::{BuildStats, CacheUsage};
 pub(crate) use usage::{default_max_size, parse_size, usage};
@@ -77,49 +96,150 @@ pub(crate) struct UnitFacts {
     pub last: Option<Settings>,
 }
 
-/// The cache under `<cache>/hip`, as one build uses it.
+/// Where a build writes (see the module docs: Failure).
 #[derive(Debug)]
-pub(crate) struct ObjectCache {
-    root: PathBuf,
-    hashes: HashMap<PathBuf, Option<blake3::Hash>>,
-    /// This build's lease: held locked while the build runs.
-    lease: Option<lease::Lease>,
+struct Store {
+    layer: Layer,
+    lease: lease::Lease,
+    /// `tmp/<lease>/` of `layer`.
+    scratch: PathBuf,
 }
 
-impl ObjectCache {
-    /// The cache at `root`, with a lease for this build (without one when the cache cannot be
-    /// written: objects it reuses may then be evicted by another build meanwhile, and are
-    /// compiled again if so).
-    pub(crate) fn open(root: PathBuf) -> ObjectCache {
-        let lease = lease::Lease::take(&root.join("leases")).ok();
-        ObjectCache {
-            root,
+/// The cache under `<cache>/hip`, as one build uses it.
+pub(crate) struct ObjectCache<'a> {
+    /// The shared cache, always looked up.
+    shared: Layer,
+    /// Where this build writes: the shared cache, or its own under the output directory.
+    store: Option<Store>,
+    /// The build's own cache (`<out>/qola-cache/hip`), used when the shared one cannot be
+    /// written; looked up first when it is.
+    own: Layer,
+    /// Why the shared cache is not written (said once).
+    unwritable: Option<String>,
+    hashes: HashMap<PathBuf, Option<blake3::Hash>>,
+    hooks: Hooks,
+    /// Says something to the user at once (a warning; what the build waits for).
+    say: Box<dyn Fn(&str) + 'a>,
+}
+
+impl<'a> ObjectCache<'a> {
+    /// The shared cache at `root` for a build whose output directory is `out_dir` (`None`:
+    /// only the shared cache, as `qola cache` uses it); `say` tells the user what happens.
+    pub(crate) fn open(
+        root: PathBuf,
+        out_dir: Option<&Path>,
+        hooks: Hooks,
+        say: impl Fn(&str) + 'a,
+    ) -> ObjectCache<'a> {
+        let own = Layer::new(match out_dir {
+            Some(dir) => dir.join("qola-cache").join(crate::cache::OBJECTS),
+            None => root.clone(),
+        });
+        let mut cache = ObjectCache {
+            shared: Layer::new(root),
+            store: None,
+            own,
+            unwritable: None,
             hashes: HashMap::new(),
-            lease,
+            hooks,
+            say: Box::new(say),
+        };
+        match Store::open(&cache.shared) {
+            Ok(store) => cache.store = Some(store),
+            Err(why) => cache.fall_back(why),
+        }
+        cache
+    }
+
+    /// From now on the build writes to its own cache: the shared one cannot be written
+    /// (`why`). Says so once.
+    pub(crate) fn fall_back(&mut self, why: String) {
+        if self.unwritable.is_some() || self.own.root == self.shared.root {
+            return;
+        }
+        (self.say)(&format!(
+            "qola's object cache {} cannot be written ({why}); this build keeps what it compiles in {} instead. To share objects between builds again, make room (QOLA_CACHE_MAX_SIZE) or point QOLA_CACHE_DIR at a cache this build can write",
+            self.shared.root.display(),
+            self.own.root.display()
+        ));
+        self.unwritable = Some(why);
+        let own_dirs = self.own.root.parent().map(|dir| {
+            crate::common::io::own_dir(dir)
+                .and_then(|()| crate::common::io::own_dir(&self.own.root))
+        });
+        self.store = match own_dirs {
+            Some(Err(_)) => None,
+            _ => Store::open(&self.own).ok(),
+        };
+    }
+
+    /// The layers looked up, in order.
+    fn layers(&self) -> Vec<&Layer> {
+        match &self.unwritable {
+            Some(_) => vec![&self.own, &self.shared],
+            None => vec![&self.shared],
         }
     }
 
-    fn record_path(&self, unit_id: &str) -> PathBuf {
-        self.root.join("units").join(format!("{unit_id}.json"))
+    fn store(&self) -> Result<&Store> {
+        self.store
+            .as_ref()
+            .ok_or_else(|| CompileError::CacheUnwritable {
+                dir: self.own.root.clone(),
+                why: self.unwritable.clone().unwrap_or_default(),
+            })
     }
 
-    fn last_path(&self, library: &str, source: &str) -> PathBuf {
-        let digest = blake3::hash(format!("{library}\0{source}").as_bytes()).to_hex();
-        self.root
-            .join("sources")
-            .join(format!("{}.json", &digest[..32]))
-    }
-
-    /// Where the object for `key` lives.
+    /// Where the object of `key` is: the first layer that has it, else where this build would
+    /// store it.
     pub(crate) fn object_path(&self, key: &str) -> PathBuf {
-        self.root.join("objects").join(format!("{key}.o"))
+        let layers = self.layers();
+        match layers.iter().find(|l| l.has(key)) {
+            Some(layer) => layer.object(key),
+            None => self
+                .store
+                .as_ref()
+                .map_or(&self.shared, |s| &s.layer)
+                .object(key),
+        }
     }
 
-    /// A private scratch path for a compile in progress.
+    /// A private scratch path for a compile in progress: `<unit_id>.<ext>` in this build's
+    /// scratch directory.
     pub(crate) fn scratch(&self, unit_id: &str, ext: &str) -> Result<PathBuf> {
-        let dir = self.root.join("tmp");
-        std::fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
-        Ok(dir.join(format!("{unit_id}-{}.{ext}", std::process::id())))
+        Ok(self.store()?.scratch.join(format!("{unit_id}.{ext}")))
+    }
+
+    /// The `TMPDIR` of this build's compiles, inside its scratch (made here).
+    pub(crate) fn compile_tmpdir(&self) -> Result<PathBuf> {
+        let dir = self.store()?.scratch.join("tmp");
+        std::fs::create_dir_all(&dir).map_err(crate::compile::error::io_error(
+            "create the directory",
+            &dir,
+        ))?;
+        Ok(dir)
+    }
+
+    /// Whether a compile that failed saying `said` failed because the cache cannot be written
+    /// (its scratch is there): the reason, when it did.
+    pub(crate) fn write_failure(&self, said: &str) -> Option<String> {
+        let store = self.store.as_ref()?;
+        if self.unwritable.is_some() {
+            return None;
+        }
+        const WORDS: [&str; 4] = [
+            "No space left on device",
+            "Read-only file system",
+            "Permission denied",
+            "Disk quota exceeded",
+        ];
+        let word = WORDS.iter().find(|w| said.contains(*w))?;
+        let probe = store.scratch.join(".qola-room");
+        let room = std::fs::write(&probe, vec![0u8; 1 << 20]);
+        let _ = std::fs::remove_file(&probe);
+        let id = store.lease.id();
+        (said.contains(id) || room.is_err())
+            .then(|| format!("{word} in {}", store.scratch.display()))
     }
 
     /// The content hash of a file, read once per build (`None` when it cannot be read).
@@ -140,18 +260,17 @@ impl ObjectCache {
         }
     }
 
-    fn record(&self, unit_id: &str) -> Option<UnitRecord> {
-        let bytes = std::fs::read(self.record_path(unit_id)).ok()?;
-        serde_json::from_slice(&bytes).ok()
-    }
-
     /// The largest peak memory measured compiling the unit, if any.
     pub(crate) fn peak(&self, unit_id: &str) -> Option<u64> {
-        self.record(unit_id)?.peak_memory
+        self.layers()
+            .iter()
+            .find_map(|l| l.record(unit_id))?
+            .peak_memory
     }
 
     /// Everything the plan needs about the unit `unit_id` of `library`, compiled from `source`
-    /// (a name) with `settings` (one lookup).
+    /// (a name) with `settings` (one lookup). An object found is named in this build's lease
+    /// before it is said to be cached.
     pub(crate) fn facts(
         &mut self,
         unit_id: &str,
@@ -160,10 +279,9 @@ impl ObjectCache {
         settings: &Settings,
         roots: &Roots,
     ) -> UnitFacts {
-        let Some(record) = self.record(unit_id) else {
-            let last = std::fs::read(self.last_path(library, source))
-                .ok()
-                .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        let record = self.layers().iter().find_map(|l| l.record(unit_id));
+        let Some(record) = record else {
+            let last = self.layers().iter().find_map(|l| l.last(library, source));
             return UnitFacts {
                 source: source.to_string(),
                 recorded: None,
@@ -180,7 +298,14 @@ impl ObjectCache {
                 .collect(),
         };
         let now = key.key();
-        let cached = now.as_ref().is_some_and(|k| self.object_path(k).is_file());
+        let cached = match &now {
+            Some(k) => {
+                self.hold(k);
+                self.hooks.step("cache:held");
+                self.layers().iter().any(|l| l.has(k))
+            }
+            None => false,
+        };
         UnitFacts {
             source: source.to_string(),
             recorded: Some(Recorded {
@@ -196,19 +321,74 @@ impl ObjectCache {
 
     /// Marks the object of `key` as used by this build: named in its lease (never evicted while
     /// it runs), its time renewed (least recently used goes first).
-    pub(crate) fn hold(&mut self, key: &str) {
-        if let Some(lease) = &mut self.lease {
-            lease.name(key);
+    fn hold(&mut self, key: &str) {
+        if let Some(store) = &mut self.store {
+            let _ = store.lease.name(key);
         }
-        let object = self.object_path(key);
-        if let Ok(file) = File::options().write(true).open(&object) {
-            let _ = file.set_modified(SystemTime::now());
+        for layer in self.layers() {
+            if let Ok(file) = File::options().write(true).open(layer.object(key)) {
+                let _ = file.set_modified(SystemTime::now());
+            }
         }
+    }
+
+    /// The object of `key`, checked against the hash stored with it, for linking; `Err` says
+    /// what is wrong with the entry, which is removed when this build can (a warning names it).
+    /// An object of a shared cache this build cannot write is copied into its own first.
+    pub(crate) fn take(&mut self, key: &str) -> std::result::Result<PathBuf, String> {
+        let mut why = "its object is gone".to_string();
+        for (index, layer) in self.layers().into_iter().enumerate() {
+            match layer.verify(key) {
+                Ok(()) if index == 0 && self.unwritable.is_some() => {
+                    return Ok(self.own.object(key));
+                }
+                Ok(()) if self.unwritable.is_none() => return Ok(layer.object(key)),
+                Ok(()) => {
+                    // A shared object this build cannot lease: a copy of its own.
+                    let store = self.store().map_err(|e| e.to_string())?;
+                    let copy = store.scratch.join(format!("{key}.o"));
+                    let copied = std::fs::copy(layer.object(key), &copy)
+                        .and_then(|_| {
+                            let _held = lock::acquire(&self.own.lock(), |_| {})?;
+                            self.own.store(key, &copy)
+                        })
+                        .and_then(|()| {
+                            self.own
+                                .verify(key)
+                                .map_err(|_| std::io::Error::other("changed while copied"))
+                        });
+                    return match copied {
+                        Ok(()) => Ok(self.own.object(key)),
+                        Err(e) => Err(format!("cannot copy it from {}: {e}", layer.root.display())),
+                    };
+                }
+                Err(Unusable::Missing) => continue,
+                Err(Unusable::Corrupt(what)) => {
+                    let object = layer.object(key);
+                    let writable = self.unwritable.is_none() || index == 0;
+                    let removed = writable && {
+                        let _held = self.lock("remove a corrupt entry");
+                        layer.remove(key)
+                    };
+                    why = format!(
+                        "{} {what}{}",
+                        object.display(),
+                        if removed { "; removed" } else { "" }
+                    );
+                    (self.say)(&format!(
+                        "qola's object cache: {why}; the unit is compiled again"
+                    ));
+                    return Err(why);
+                }
+            }
+        }
+        Err(why)
     }
 
     /// Stores a freshly compiled object of `source` (a name) of `library`, compiled with
     /// `settings`, keyed by its depfile's `headers` (names), and raises the unit's recorded peak
-    /// memory to `peak`; returns its key.
+    /// memory to `peak`; returns its key. When the shared cache cannot take it, the build's
+    /// own does (see the module docs: Failure).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn install(
         &mut self,
@@ -238,56 +418,132 @@ impl ObjectCache {
                 .filter(|input| input.content.is_some())
                 .collect(),
         };
-        let unit_id = key.unit_id();
         let object_key = key.key().expect("every input of a stored key was read");
-        let _lock = self.lock()?;
-        let object = self.object_path(&object_key);
-        if let Some(dir) = object.parent() {
-            std::fs::create_dir_all(dir).map_err(io_error("create", dir))?;
+        let written = self.write_entry(&key, &object_key, library, compiled, peak, compiled_for);
+        if let Err(e) = written {
+            if self.unwritable.is_some() {
+                return Err(CompileError::CacheUnwritable {
+                    dir: self.own.root.clone(),
+                    why: e.to_string(),
+                });
+            }
+            self.fall_back(e.to_string());
+            self.write_entry(&key, &object_key, library, compiled, peak, compiled_for)
+                .map_err(|e| CompileError::CacheUnwritable {
+                    dir: self.own.root.clone(),
+                    why: e.to_string(),
+                })?;
         }
-        std::fs::rename(compiled, &object).map_err(io_error("store the object as", &object))?;
-        let record = key.record(self.peak(&unit_id).max(peak), compiled_for);
-        let json = serde_json::to_vec_pretty(&record).expect("a unit record serializes");
-        write_atomic(&self.record_path(&unit_id), &json)?;
-        let last = serde_json::to_vec_pretty(settings).expect("a last compile serializes");
-        write_atomic(&self.last_path(library, &key.source.name), &last)?;
-        drop(_lock);
         self.hold(&object_key);
         Ok(object_key)
     }
 
-    /// The cache's lock, held while an entry is installed or objects are evicted.
-    fn lock(&self) -> Result<File> {
-        std::fs::create_dir_all(&self.root).map_err(io_error("create", &self.root))?;
-        let path = self.root.join("lock");
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_error("open the lock", &path))?;
-        file.lock().map_err(io_error("lock", &path))?;
-        Ok(file)
+    /// Writes the entry of `key` (object, hash, record, last compile) to the store, under its
+    /// lock.
+    fn write_entry(
+        &self,
+        key: &ObjectKey,
+        object_key: &str,
+        library: &str,
+        compiled: &Path,
+        peak: Option<u64>,
+        compiled_for: &str,
+    ) -> std::io::Result<()> {
+        let store = self
+            .store
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("no cache can be written"))?;
+        let layer = &store.layer;
+        let unit_id = key.unit_id();
+        let _held = self.lock("store an object");
+        self.hooks.step("cache:locked");
+        layer.store(object_key, compiled)?;
+        let record = key.record(self.peak(&unit_id).max(peak), compiled_for);
+        let json = serde_json::to_vec_pretty(&record).expect("a unit record serializes");
+        crate::common::io::write_atomic(&layer.record_path(&unit_id), &json)
+            .map_err(|e| e.source)?;
+        let last = serde_json::to_vec_pretty(&key.settings).expect("a last compile serializes");
+        crate::common::io::write_atomic(&layer.last_path(library, &key.source.name), &last)
+            .map_err(|e| e.source)?;
+        Ok(())
     }
 
-    /// Evicts the least recently used objects until they fit in `max` bytes, under the lock,
-    /// sparing every object a live lease names (this build's included).
+    /// The store's lock, taken to write: says what it waits for when another process holds
+    /// it (`what`: why this build needs it).
+    fn lock(&self, what: &str) -> Option<lock::Held> {
+        let layer = &self.store.as_ref()?.layer;
+        lock::acquire(&layer.lock(), |who| {
+            (self.say)(&format!(
+                "waiting for qola's object cache {} to {what} (its lock {} is held by {who})",
+                layer.root.display(),
+                layer.lock().display()
+            ))
+        })
+        .ok()
+    }
+
+    /// Removes what builds that are gone left in the store (scratch, half-written entries).
+    pub(crate) fn remove_leftovers(&self) {
+        if let Some(store) = &self.store {
+            let live = lease::live(&store.layer.leases());
+            store.layer.remove_leftovers(&live);
+        }
+    }
+
+    /// Evicts the least recently used objects of the store until it fits in `max` bytes, under
+    /// the lock, sparing every object a live lease names (this build's included) and removing
+    /// what builds that are gone left.
     pub(crate) fn evict(&self, max: u64) -> Result<Evicted> {
-        let _lock = self.lock()?;
-        let held = lease::held(&self.root.join("leases"));
-        Ok(lease::evict(&self.root.join("objects"), &held, max))
+        let Some(store) = &self.store else {
+            return Ok(Evicted::default());
+        };
+        let _held = self.lock("evict objects");
+        let layer = &store.layer;
+        let live = lease::live(&layer.leases());
+        layer.remove_leftovers(&live);
+        let held = lease::held(&layer.leases(), &live);
+        Ok(lease::evict(layer, &held, max, layer.other_bytes()))
     }
 
-    /// Adds a build to `builds.json` (the last 50 are kept).
-    pub(crate) fn record_build(&self, build: BuildStats) -> Result<()> {
-        let _lock = self.lock()?;
-        let path = self.root.join("builds.json");
+    /// Adds a build to the store's `builds.json` (the last 50 are kept); skipped when another
+    /// process holds the lock (statistics never hold a build up).
+    pub(crate) fn record_build(&self, build: BuildStats) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let layer = &store.layer;
+        let Ok(Some(_held)) = lock::try_acquire(&layer.lock()) else {
+            return;
+        };
+        let path = layer.builds();
         let mut builds = usage::builds(&path);
         builds.push(build);
         let excess = builds.len().saturating_sub(usage::KEPT_BUILDS);
         builds.drain(..excess);
         let json = serde_json::to_vec_pretty(&builds).expect("build statistics serialize");
-        Ok(write_atomic(&path, &json)?)
+        let _ = crate::common::io::write_atomic(&path, &json);
+    }
+}
+
+impl Store {
+    /// A lease and a scratch directory in `layer`, or why they cannot be made.
+    fn open(layer: &Layer) -> std::result::Result<Store, String> {
+        let lease = lease::Lease::take(&layer.leases())
+            .map_err(|e| format!("{}: {e}", layer.leases().display()))?;
+        let scratch = layer.tmp().join(lease.id());
+        std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+        Ok(Store {
+            layer: layer.clone(),
+            lease,
+            scratch,
+        })
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The build's scratch ends with it (its lease file goes with the lease).
+        let _ = std::fs::remove_dir_all(&self.scratch);
     }
 }
 
@@ -296,8 +552,8 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    fn write_object(cache: &ObjectCache, key: &str, bytes: usize, age_s: u64) {
-        let path = cache.object_path(key);
+    fn write_object(layer: &Layer, key: &str, bytes: usize, age_s: u64) {
+        let path = layer.object(key);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, vec![0u8; bytes]).unwrap();
         let when = SystemTime::now() - std::time::Duration::from_secs(age_s);
@@ -309,14 +565,19 @@ mod tests {
             .unwrap();
     }
 
+    fn open(root: &Path) -> ObjectCache<'static> {
+        ObjectCache::open(root.to_path_buf(), None, Hooks::default(), |_| {})
+    }
+
     #[test]
     fn eviction_removes_the_least_recently_used_and_spares_held_objects() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut cache = ObjectCache::open(tmp.path().join("hip"));
-        write_object(&cache, "oldest", 100, 300);
-        write_object(&cache, "older", 100, 200);
-        write_object(&cache, "old", 100, 100);
-        write_object(&cache, "new", 100, 0);
+        let mut cache = open(&tmp.path().join("hip"));
+        let layer = cache.shared.clone();
+        write_object(&layer, "oldest", 100, 300);
+        write_object(&layer, "older", 100, 200);
+        write_object(&layer, "old", 100, 100);
+        write_object(&layer, "new", 100, 0);
         // This build holds the oldest: it stays, the next oldest go.
         cache.hold("oldest");
         let evicted = cache.evict(250).unwrap();
@@ -339,13 +600,13 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("hip");
         {
-            let mut ended = ObjectCache::open(root.clone());
-            write_object(&ended, "a", 100, 100);
+            let mut ended = open(&root);
+            write_object(&ended.shared.clone(), "a", 100, 100);
             ended.hold("a");
         }
         // A lease left by a build killed before it could remove it: not locked by anyone.
         std::fs::write(root.join("leases/999999-0"), "a\n").unwrap();
-        let cache = ObjectCache::open(root.clone());
+        let cache = open(&root);
         assert_eq!(cache.evict(0).unwrap().objects, 1);
         assert!(!root.join("leases/999999-0").exists());
     }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::compile::cache::layer::Layer;
 use crate::compile::cache::lease;
 
 /// How many builds `builds.json` keeps.
@@ -36,6 +37,12 @@ pub struct CacheUsage {
     pub objects: usize,
     /// Their size in bytes.
     pub bytes: u64,
+    /// Bytes of everything else the cache holds (hashes, records, running builds' scratch,
+    /// leftovers); they count toward the size too.
+    pub other_bytes: u64,
+    /// Scratch directories and half-written entries of builds that are gone (removed by the
+    /// next build that compiles and by `qola cache --clear`).
+    pub leftovers: usize,
     /// The size the cache is kept within (`QOLA_CACHE_MAX_SIZE`, else the default).
     pub max_bytes: u64,
     /// Units with a record.
@@ -56,21 +63,20 @@ pub(crate) fn builds(path: &Path) -> Vec<BuildStats> {
 
 /// What the object cache at `root` holds; it is kept within `max_bytes`.
 pub(crate) fn usage(root: &Path, max_bytes: u64) -> CacheUsage {
+    let layer = Layer::new(root.to_path_buf());
     let objects = lease::objects(&root.join("objects"));
     let count = |dir: &str| std::fs::read_dir(root.join(dir)).map_or(0, |e| e.count());
+    let live = lease::live(&layer.leases());
     CacheUsage {
         dir: root.to_path_buf(),
         objects: objects.len(),
         bytes: objects.iter().map(|o| o.bytes).sum(),
+        other_bytes: layer.other_bytes(),
+        leftovers: layer.leftover_count(&live).0,
         max_bytes,
         units: count("units"),
-        running_builds: std::fs::read_dir(root.join("leases")).map_or(0, |entries| {
-            entries
-                .flatten()
-                .filter(|e| lease::is_live(&e.path()))
-                .count()
-        }),
-        builds: builds(&root.join("builds.json")),
+        running_builds: live.len(),
+        builds: builds(&layer.builds()),
     }
 }
 

@@ -6,16 +6,16 @@
 //! The root it is keyed by is canonical (see `options::canonical_root`): a symlinked root, a
 //! relative one or one spelled with `..` share the lock of the real path, outside the tree.
 
-use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
+use crate::common::lock::{Held, acquire};
 use crate::prepare::report::error::Result;
 use crate::prepare::report::error::io_error;
 
 /// A held lock; released on drop.
 #[derive(Debug)]
 pub(crate) struct CheckoutLock {
-    _file: File,
+    _held: Held,
 }
 
 /// The lock file of the checkout at `root`.
@@ -29,25 +29,16 @@ pub(crate) fn lock_path(root: &Path) -> PathBuf {
         .join(format!(".{name}.qola-lock"))
 }
 
-/// Takes the lock of the checkout at `root`, calling `waiting` once if another process holds it.
-pub(crate) fn lock_checkout(root: &Path, waiting: impl FnOnce(&Path)) -> Result<CheckoutLock> {
+/// Takes the lock of the checkout at `root`, calling `waiting` once (with the lock file and who
+/// holds it) if another process holds it.
+pub(crate) fn lock_checkout(
+    root: &Path,
+    waiting: impl FnOnce(&Path, &str),
+) -> Result<CheckoutLock> {
     let path = lock_path(root);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io_error("create the directory", dir))?;
     }
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io_error("open the lock file", &path))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            waiting(&path);
-            file.lock().map_err(io_error("lock", &path))?;
-        }
-        Err(TryLockError::Error(e)) => return Err(io_error("lock", &path)(e)),
-    }
-    Ok(CheckoutLock { _file: file })
+    let held = acquire(&path, |who| waiting(&path, who)).map_err(io_error("lock", &path))?;
+    Ok(CheckoutLock { _held: held })
 }

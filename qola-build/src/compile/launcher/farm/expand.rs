@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::launcher::farm::error::{FarmError, Result, io_error};
+use crate::compile::launcher::farm::error::{FarmError, Result};
 
 /// The clang driver and the full compile arguments (the driver first), with the unit's source,
 /// object and depfile still to be appended as for `hipcc`.
@@ -28,7 +28,7 @@ pub(crate) fn expand(args: &[String], is_clang: bool, work: &Path) -> Result<Exp
             args: args.to_vec(),
         });
     }
-    std::fs::create_dir_all(work).map_err(io_error("create", work))?;
+    crate::common::io::own_dir(work)?;
     let out = Command::new(&args[0])
         .args(&args[1..])
         .args(["-c", SOURCE, "-o", "qola-farm-probe.o", "-###"])

@@ -288,7 +288,7 @@ pub(crate) fn short_name(source: &Path, out_dir: &Path) -> Option<(PathBuf, Path
         return None;
     }
     let dir = out_dir.join(SHORT_NAMES);
-    std::fs::create_dir_all(&dir).ok()?;
+    crate::common::io::own_dir(&dir).ok()?;
     let extension = source
         .extension()
         .map(|e| e.to_string_lossy().into_owned())

@@ -6,33 +6,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
+use common::prepared_aiter as prepared;
+use qola_build::HipToolchain;
 use qola_build::aiter::{AiterModule, AiterModuleSpec, embed_hsa, prepare_module};
-use qola_build::{HipToolchain, Prepare};
-
-/// The real tree, prepared once per test process (in `target/qola-fixtures/aiter-prepared`).
-fn prepared() -> Option<PathBuf> {
-    static ROOT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        let real = qola_tests::real_aiter()?;
-        let fixtures = qola_tests::fixtures_dir();
-        let p = Prepare::new()
-            .root(fixtures.join("aiter-prepared"))
-            .url(real.upstream.to_string_lossy())
-            .commit(&real.commit)
-            .patches_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-build/patches/aiter"))
-            .cache_dir(fixtures.join("cache"))
-            .cargo_metadata(false)
-            .force(false)
-            .skip(false)
-            .offline(false)
-            .try_prepare()
-            .unwrap_or_else(|e| panic!("{e}"));
-        Some(p.root)
-    })
-    .clone()
-}
 
 /// A manifest entry; `receipt: None` keeps the receipts of AITER's own recipe.
 fn module(
@@ -266,7 +243,7 @@ fn the_plan_gives_one_instance_aiters_flags() {
         .expect("a bf16 hd128 instance");
     // Everything but the compiler, includes, depfile, output and source (and qola's own
     // `-fdebug-compilation-dir=.`, which keeps debug information free of the compile's
-    // directory). Every path is a name: under the tree (`aiter/`) or the generated code (`gen/`).
+    // directory, and the unit's `-cuid=`). Every path is a name: under the tree (`aiter/`) or the generated code (`gen/`).
     let mut flags = Vec::new();
     let mut words = unit.command[1..].iter();
     while let Some(w) = words.next() {
@@ -283,7 +260,9 @@ fn the_plan_gives_one_instance_aiters_flags() {
                     flags.push(format!("{w} {value}"));
                 }
             }
+            // qola's own: debug information free of the compile's directory, the unit's CUID.
             "-MD" | "-fdebug-compilation-dir=." => {}
+            w if w.starts_with("-cuid=") => {}
             _ => flags.push(w.clone()),
         }
     }

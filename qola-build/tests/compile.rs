@@ -462,11 +462,14 @@ with_both_compilers! {
             lines[0].starts_with("jobs: 2 at once: the job limit (.jobs(2)"),
             "{log}"
         );
-        // compiled, seconds, peak memory, source
+        // compiled, seconds, peak memory, CPU seconds, source
         let compiled: Vec<&str> = lines[1].split_whitespace().collect();
         assert_eq!(compiled[0], "compiled", "{log}");
         assert!(
-            compiled[2].ends_with("MB") && compiled[3].ends_with("a.hip"),
+            compiled[2].ends_with("MB")
+                && compiled[3] == "cpu"
+                && compiled[4].ends_with('s')
+                && compiled[5].ends_with("a.hip"),
             "{log}"
         );
         assert!(

@@ -147,7 +147,8 @@ impl AiterModule {
             .files(&self.sources)
             .root("aiter", &self.root)
             .root("gen", &self.gen_dir)
-            .memory_per_job(CK_UNIT_MEMORY);
+            .memory_per_job(CK_UNIT_MEMORY)
+            .precompile_shared_includes(true);
         for dir in &self.includes {
             build.include(dir);
         }

@@ -2,6 +2,7 @@
 //! [`io::IoError`], locks that say who holds them, the [`kind::ErrorKind`] of every error, text and time helpers, and the keys
 //! of tree paths. Nothing here imports another module of the crate.
 
+pub(crate) mod depfile;
 pub(crate) mod hooks;
 pub(crate) mod io;
 pub(crate) mod kind;

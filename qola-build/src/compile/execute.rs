@@ -1,113 +1,30 @@
-//! Acting on the plan: the steps of [`HipBuild::try_compile`], each taking what the one before
-//! it gave.
+//! Acting on the plan: the steps of [`HipBuild::try_compile`] after `stage`, each taking what
+//! the one before it gave.
 //!
-//! 1. [`stage`]: a report for every unit (a reused unit's object and headers from the cache) and
-//!    a job for every unit the plan compiles, writing to scratch files in the cache.
-//! 2. [`run`]: the jobs, with the build log written as each ends and the launcher's and the
-//!    farm's counters read around them.
-//! 3. [`store`]: each compiled object installed under its key with the headers its depfile
+//! 1. [`run`]: the jobs, with the build log written as each unit ends and the launcher's and
+//!    the farm's counters read around them.
+//! 2. [`store`]: each compiled object installed under its key with the headers its depfiles
 //!    listed, by name.
-//! 4. [`link_library`], [`watch_inputs`], then [`finish_log`]: the library, the Cargo
+//! 3. [`link_library`], [`watch_inputs`], then [`finish_log`]: the library, the Cargo
 //!    directives, the log and the summary; or, when a compile failed, [`failed_compile`].
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::build_script::Directives;
+use crate::common::depfile;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
-use crate::compile::cache::ObjectCache;
+use crate::compile::cache::{Measured, ObjectCache};
 use crate::compile::error::{CompileError, Result, io_error};
 use crate::compile::launcher::{Answered, farm};
 use crate::compile::plan::{Reason, Unit, UnitPlan};
 use crate::compile::report::{CompileReport, UnitReport};
 use crate::compile::resolve::Resolved;
 use crate::compile::run::{self as jobs, memory, progress};
-use crate::compile::{HipBuild, depfile, link};
-
-/// Where one compile writes before its object is installed, and the command that writes it.
-pub(super) struct Scratch {
-    /// Index of the unit.
-    pub unit: usize,
-    /// The object the compile writes.
-    pub object: PathBuf,
-    /// The depfile the compile writes.
-    pub depfile: PathBuf,
-    /// The compile command.
-    pub argv: Vec<String>,
-}
-
-/// The build before any compile ran.
-pub(super) struct Staged {
-    /// One per unit; the compiled ones are completed by [`store`].
-    pub reports: Vec<UnitReport>,
-    /// One per unit the plan compiles.
-    pub jobs: Vec<jobs::Job>,
-    /// Each job's scratch files and command.
-    pub scratch: Vec<Scratch>,
-}
-
-/// A report for every unit and a job for every unit the plan compiles.
-pub(super) fn stage(units: &[Unit], resolved: &Resolved, objects: &ObjectCache) -> Result<Staged> {
-    let mut env = resolved.launcher.env().to_vec();
-    if units.iter().any(|u| u.plan.compiles()) {
-        // Compilers' temporary files go to the build's scratch, removed when it ends.
-        let tmpdir = objects.compile_tmpdir()?;
-        env.push(("TMPDIR".to_string(), tmpdir.display().to_string()));
-    }
-    let mut staged = Staged {
-        reports: Vec::new(),
-        jobs: Vec::new(),
-        scratch: Vec::new(),
-    };
-    for (index, unit) in units.iter().enumerate() {
-        let mut report = UnitReport {
-            object: PathBuf::new(),
-            source: unit.source.clone(),
-            compiled: false,
-            reason: String::new(),
-            elapsed: Duration::ZERO,
-            headers: Vec::new(),
-            peak_memory: None,
-        };
-        match &unit.plan {
-            UnitPlan::Reuse { key, compiled_for } => {
-                report.object = match &unit.object {
-                    Some(checked) => checked.clone(),
-                    None => objects.object_path(key),
-                };
-                report.reason = format!("compiled for {compiled_for}");
-                let recorded = unit.facts.recorded.as_ref().map(|r| &r.headers[..]);
-                report.headers = recorded
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|h| resolved.roots.resolve(h))
-                    .collect();
-            }
-            UnitPlan::Compile { reason, .. } => {
-                report.compiled = true;
-                report.reason = reason.to_string();
-                let object = objects.scratch(&unit.id, "o")?;
-                let depfile = objects.scratch(&unit.id, "d")?;
-                let argv = resolved.compile_command(&unit.source, &object, &depfile);
-                staged.jobs.push(jobs::Job {
-                    unit: index,
-                    argv: argv.clone(),
-                    cwd: resolved.roots.dir().to_path_buf(),
-                    env: env.clone(),
-                });
-                staged.scratch.push(Scratch {
-                    unit: index,
-                    object,
-                    depfile,
-                    argv,
-                });
-            }
-        }
-        staged.reports.push(report);
-    }
-    Ok(staged)
-}
+use crate::compile::stage::{Scratch, Staged};
+use crate::compile::{HipBuild, link};
 
 /// What running the jobs gave.
 pub(super) struct Ran {
@@ -165,16 +82,18 @@ pub(super) fn check_reused(units: &mut [Unit], objects: &mut ObjectCache) {
     }
 }
 
-/// Runs `jobs` (in the roots' links directory, made here), `parallelism.jobs` at once, each
-/// ending in the log `log` of `log_units`; nothing at all when there are none.
+/// Runs the jobs of `staged` (in the roots' links directory, made here), `parallelism.jobs` at
+/// once, each unit ending in the log `log` of `log_units` when its last job ends (or one fails);
+/// nothing at all when there are none.
 pub(super) fn run(
     resolved: &Resolved,
-    jobs: Vec<jobs::Job>,
+    staged: &mut Staged,
     parallelism: &memory::Parallelism,
     log: &Path,
     log_units: Vec<(PathBuf, String)>,
     echo: progress::Echo,
 ) -> Result<Ran> {
+    let jobs = std::mem::take(&mut staged.jobs);
     if jobs.is_empty() {
         return Ok(Ran {
             outcomes: Vec::new(),
@@ -188,16 +107,43 @@ pub(super) fn run(
         log,
         &parallelism.reason,
         log_units,
-        jobs.len(),
+        staged.scratch.len(),
         parallelism.jobs,
         echo,
     )?;
+    // A unit's time is from its first job's start to its last one's end; its peak, its
+    // largest job's.
+    let units = std::sync::Mutex::new(BTreeMap::<usize, (Instant, Option<u64>, Duration)>::new());
+    let ends_unit = &staged.ends_unit;
     let outcomes = jobs::run_all(
         jobs,
         parallelism.jobs,
-        !resolved.launcher.distributes(),
-        &|j| progress.started(&j.argv),
-        &|o| progress.ended(o.unit, o.failure.is_some(), o.elapsed, o.peak_memory),
+        jobs::Mode {
+            local: !resolved.launcher.distributes(),
+            keep_going: false,
+        },
+        &|j| {
+            if j.step.is_none() {
+                progress.started(&j.argv)
+            }
+        },
+        &|o| {
+            if o.unit == usize::MAX {
+                return;
+            }
+            let mut units = units.lock().expect("unit times");
+            let (first, peak, cpu) =
+                units
+                    .entry(o.unit)
+                    .or_insert((o.started, None, Duration::ZERO));
+            *first = (*first).min(o.started);
+            *peak = (*peak).max(o.peak_memory);
+            *cpu += o.cpu;
+            if ends_unit[o.job] || o.failure.is_some() {
+                let elapsed = (o.started + o.elapsed).duration_since(*first);
+                progress.ended(o.unit, o.failure.is_some(), elapsed, *peak, *cpu);
+            }
+        },
     );
     Ok(Ran {
         outcomes,
@@ -206,16 +152,20 @@ pub(super) fn run(
     })
 }
 
-/// Removes every job's scratch files (after a failed compile).
+/// Removes every compiled unit's scratch files (after a failed compile).
 pub(super) fn remove_scratch(scratch: &[Scratch]) {
     for s in scratch {
-        let _ = std::fs::remove_file(&s.object);
-        let _ = std::fs::remove_file(&s.depfile);
+        for file in std::iter::once(&s.object)
+            .chain(&s.depfiles)
+            .chain(&s.other)
+        {
+            let _ = std::fs::remove_file(file);
+        }
     }
 }
 
 /// Installs each compiled object of `library` in the cache under its key, with the headers its
-/// depfile listed, and completes its report.
+/// depfiles listed, and completes its report.
 pub(super) fn store(
     objects: &mut ObjectCache,
     library: &str,
@@ -227,18 +177,42 @@ pub(super) fn store(
     // A launcher's cache answer is not a compile: its peak says nothing about the unit's.
     let record_peaks = resolved.launcher.peaks_count(&ran.answered);
     let compiled_for = resolved.out_dir.display().to_string();
-    for outcome in &ran.outcomes {
-        let scratch = staged
-            .scratch
+    let scratch_dir = objects.compile_tmpdir()?;
+    let scratch_dir = scratch_dir.parent().unwrap_or(&scratch_dir).to_path_buf();
+    for scratch in &staged.scratch {
+        let parts: Vec<&jobs::Outcome> = ran
+            .outcomes
             .iter()
-            .find(|s| s.unit == outcome.unit)
-            .expect("a scratch entry per job");
-        let unit = &units[outcome.unit];
-        let headers = depfile_headers(resolved, unit, &scratch.depfile)?;
+            .filter(|o| scratch.jobs.contains(&o.job))
+            .collect();
+        let first = parts
+            .iter()
+            .map(|o| o.started)
+            .min()
+            .expect("a unit's jobs ran");
+        let last = parts
+            .iter()
+            .map(|o| o.started + o.elapsed)
+            .max()
+            .expect("a unit's jobs ran");
+        let peak = parts.iter().filter_map(|o| o.peak_memory).max();
+        let cpu = parts.iter().map(|o| o.cpu).sum();
+        let unit = &units[scratch.unit];
+        let mut headers = Vec::new();
+        for depfile in &scratch.depfiles {
+            for header in depfile_headers(resolved, unit, depfile, &scratch_dir)? {
+                if !headers.contains(&header) {
+                    headers.push(header);
+                }
+            }
+        }
+        for file in &scratch.other {
+            let _ = std::fs::remove_file(file);
+        }
         if resolved.launcher.distributes() {
             farm::localize_empty_cuid(&scratch.object)?;
         }
-        let peak = outcome.peak_memory.filter(|_| record_peaks);
+        let elapsed = last.duration_since(first);
         let key = objects.install(
             library,
             &unit.name,
@@ -246,26 +220,36 @@ pub(super) fn store(
             &headers,
             &resolved.roots,
             &scratch.object,
-            peak,
+            Measured {
+                peak: peak.filter(|_| record_peaks),
+                seconds: elapsed.as_secs_f64(),
+            },
             &compiled_for,
         )?;
-        let report = &mut staged.reports[outcome.unit];
+        let report = &mut staged.reports[scratch.unit];
         report.object = objects.object_path(&key);
         report.headers = headers
             .iter()
             .filter_map(|h| resolved.roots.resolve(h))
             .collect();
-        report.elapsed = outcome.elapsed;
-        report.peak_memory = outcome.peak_memory;
+        report.elapsed = elapsed;
+        report.peak_memory = peak;
+        report.cpu = cpu;
     }
     Ok(())
 }
 
-/// The headers `unit`'s depfile lists, by name (read and removed). The compiler names what it
-/// read as it was given (names) or found (absolute system headers); a header this machine does
-/// not have belongs to a sandboxed toolchain (its root is not this machine's): the compiler
-/// identity stands for it.
-fn depfile_headers(resolved: &Resolved, unit: &Unit, depfile: &Path) -> Result<Vec<String>> {
+/// The headers `depfile` (of `unit`) lists, by name (read and removed). The compiler names
+/// what it read as it was given (names) or found (absolute system headers); a header this
+/// machine does not have belongs to a sandboxed toolchain (its root is not this machine's): the
+/// compiler identity stands for it. The build's own scratch files (a precompiled header's
+/// header, the farm's short names) are not inputs.
+fn depfile_headers(
+    resolved: &Resolved,
+    unit: &Unit,
+    depfile: &Path,
+    scratch: &Path,
+) -> Result<Vec<String>> {
     let deps = std::fs::read_to_string(depfile).map_err(io_error("read the depfile", depfile))?;
     let _ = std::fs::remove_file(depfile);
     let mut headers: Vec<String> = Vec::new();
@@ -274,8 +258,14 @@ fn depfile_headers(resolved: &Resolved, unit: &Unit, depfile: &Path) -> Result<V
             continue;
         }
         let header = resolved.roots.rename(&written);
-        let exists = resolved.roots.resolve(&header).is_some_and(|p| p.exists());
-        if header != unit.name && exists && !headers.contains(&header) {
+        let Some(path) = resolved.roots.resolve(&header) else {
+            continue;
+        };
+        if header != unit.name
+            && path.exists()
+            && !path.starts_with(scratch)
+            && !headers.contains(&header)
+        {
             headers.push(header);
         }
     }
@@ -402,8 +392,8 @@ pub(super) fn finish_log(
     Ok(())
 }
 
-/// The error of the compile that `failed`, with its exact command; writes `repro.sh` next to the
-/// log.
+/// The error of the compile job that `failed`, with its exact command; writes `repro.sh` (the
+/// unit's one hipcc call, or the failed command when it is no unit's) next to the log.
 pub(super) fn failed_compile(
     resolved: &Resolved,
     staged: &Staged,
@@ -414,18 +404,25 @@ pub(super) fn failed_compile(
         true => farm::compiler_status(code, &stderr),
         false => (code, stderr),
     };
-    let scratch = staged
-        .scratch
-        .iter()
-        .find(|s| s.unit == failed.unit)
-        .expect("the failed job's scratch entry");
-    let source = &staged.reports[failed.unit].source;
-    let command = scratch
-        .argv
-        .iter()
-        .map(|a| shell_quote(a))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let failed_command = &staged.commands[failed.job];
+    let (source, repro_argv) = match staged.scratch.iter().find(|s| s.unit == failed.unit) {
+        Some(scratch) => (staged.reports[failed.unit].source.clone(), &scratch.argv),
+        None => {
+            let header = staged
+                .pchs
+                .iter()
+                .find(|(_, job)| *job == failed.job)
+                .map(|(pch, _)| pch.header.clone())
+                .unwrap_or_default();
+            (header, failed_command)
+        }
+    };
+    let words = |argv: &[String]| {
+        argv.iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     let cwd = resolved.roots.dir();
     let mut env_words: String = resolved
         .launcher
@@ -443,13 +440,13 @@ pub(super) fn failed_compile(
             "#!/bin/sh\n# qola: the compile that failed ({}).\ncd {} && {env_words}{}\n",
             source.display(),
             shell_quote(&cwd.to_string_lossy()),
-            command
+            words(repro_argv)
         )
         .as_bytes(),
     )?;
     Ok(CompileError::Compile {
-        source_file: source.to_path_buf(),
-        command: format!("(in {}) {command}", cwd.display()),
+        source_file: source,
+        command: format!("(in {}) {}", cwd.display(), words(failed_command)),
         status: code,
         stderr: stderr.trim().to_string(),
         repro,

@@ -33,17 +33,18 @@
 //!    exact command and the compiler's stderr, and writes `repro.sh` next to the log.
 
 mod cache;
-mod depfile;
 pub(crate) mod error;
 mod execute;
 mod launcher;
 mod link;
+mod passes;
 mod pipeline;
 mod plan;
 mod report;
 mod resolve;
 mod roots;
 mod run;
+mod stage;
 pub(crate) mod toolchain;
 
 use std::path::{Path, PathBuf};
@@ -87,6 +88,7 @@ pub struct HipBuild {
     jobs: Option<usize>,
     memory_per_job: Option<u64>,
     max_cache_size: Option<u64>,
+    host_pch: bool,
     cargo_metadata: bool,
 }
 
@@ -118,6 +120,7 @@ impl HipBuild {
             jobs: None,
             memory_per_job: None,
             max_cache_size: None,
+            host_pch: false,
             cargo_metadata: true,
         }
     }
@@ -249,6 +252,15 @@ impl HipBuild {
     pub fn root(&mut self, name: &str, dir: impl AsRef<Path>) -> &mut HipBuild {
         self.roots
             .push((name.to_string(), dir.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Units whose includes before their code are the same text (a module's generated
+    /// instances) share a precompiled header of them for their host passes, built once per
+    /// build: the host side is parsed once (see `passes`; the objects are the same bytes).
+    /// Off by default; AITER's modules turn it on.
+    pub fn precompile_shared_includes(&mut self, on: bool) -> &mut HipBuild {
+        self.host_pch = on;
         self
     }
 

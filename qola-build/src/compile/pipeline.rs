@@ -19,14 +19,64 @@ use crate::build_script::{Directives, Env};
 use crate::common::time::{unix_now, utc_timestamp};
 use crate::compile::cache::{BuildStats, ObjectCache};
 use crate::compile::error::Result;
+use crate::compile::error::io_error;
 use crate::compile::launcher::farm;
+use crate::compile::passes::Prepared;
+use crate::compile::passes::prepare::{Context, ToCompile, prepare};
 use crate::compile::plan::{self, Unit, UnitPlan};
 use crate::compile::report::{CompilePlan, CompileReport, PlannedUnit};
 use crate::compile::resolve::{Resolved, full_path};
 use crate::compile::run::{memory, progress};
+use crate::compile::stage::{self, Staged};
 use crate::compile::{HipBuild, execute, link};
 
 impl HipBuild {
+    /// The units' jobs: their passes worked out first when the build splits them (see
+    /// `passes`: only builds with something to compile, and no launcher, do).
+    fn stage(&self, units: &[Unit], r: &Resolved, objects: &ObjectCache) -> Result<Staged> {
+        let to_compile: Vec<ToCompile> = units
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.plan.compiles())
+            .map(|(index, u)| ToCompile {
+                index,
+                source: &u.source,
+            })
+            .collect();
+        let scratch = objects.compile_tmpdir()?;
+        let layout = match to_compile.is_empty() {
+            true => None,
+            false => {
+                r.roots.link()?;
+                r.bundle_layout(&scratch)
+            }
+        };
+        let prepared = match &layout {
+            Some(_) => {
+                let name = |p: &std::path::Path| r.roots.name(p);
+                let path = |n: &str| r.roots.resolve(n);
+                let command = r.command();
+                let ctx = Context {
+                    command: &command,
+                    identity: &r.toolchain.identity,
+                    archs: &r.archs,
+                    links: r.roots.dir(),
+                    scratch: scratch.parent().unwrap_or(&scratch),
+                    cache: &r.cache,
+                    out_dir: &r.out_dir,
+                    name: &name,
+                    path: &path,
+                    env: r.launcher.env(),
+                    limit: r.limit,
+                    host_pch: r.host_pch,
+                };
+                prepare(&ctx, &to_compile).map_err(io_error("prepare the passes in", &r.out_dir))?
+            }
+            None => Prepared::default(),
+        };
+        stage::stage(units, r, objects, &prepared, layout.as_ref())
+    }
+
     /// Every unit of the build, looked up once, with the plan for it. When the library `library`
     /// will be linked (`check`: by a build, not a plan), each reused object is checked first;
     /// the farm is asked only when something compiles.
@@ -117,7 +167,12 @@ impl HipBuild {
                 ),
             };
             planned.push(PlannedUnit {
-                command: r.compile_command(&unit.source, &object, &object.with_extension("d")),
+                command: r.compile_command(
+                    &unit.source,
+                    &object,
+                    &object.with_extension("d"),
+                    &crate::compile::passes::cuid(&unit.id),
+                ),
                 cached: key.is_some(),
                 key,
                 unit_id: unit.id.clone(),
@@ -170,7 +225,7 @@ impl HipBuild {
             resolved.launcher.start();
             objects.remove_leftovers();
         }
-        let mut staged = execute::stage(&units, &resolved, &objects)?;
+        let mut staged = self.stage(&units, &resolved, &objects)?;
         let to_compile: Vec<&str> = staged
             .scratch
             .iter()
@@ -184,8 +239,14 @@ impl HipBuild {
             .map(|u| (u.source.clone(), u.reason.clone()))
             .collect();
         let echo = progress::Echo::choose(self.cargo_metadata, self.terminal);
-        let jobs = std::mem::take(&mut staged.jobs);
-        let mut ran = execute::run(&resolved, jobs, &parallelism, &log, log_units.clone(), echo)?;
+        let mut ran = execute::run(
+            &resolved,
+            &mut staged,
+            &parallelism,
+            &log,
+            log_units.clone(),
+            echo,
+        )?;
         // A shared cache found full or read-only while compiling: the build's own takes over.
         if let Some(why) = ran
             .failure_text()
@@ -193,9 +254,15 @@ impl HipBuild {
         {
             execute::remove_scratch(&staged.scratch);
             objects.fall_back(why);
-            staged = execute::stage(&units, &resolved, &objects)?;
-            let jobs = std::mem::take(&mut staged.jobs);
-            ran = execute::run(&resolved, jobs, &parallelism, &log, log_units.clone(), echo)?;
+            staged = self.stage(&units, &resolved, &objects)?;
+            ran = execute::run(
+                &resolved,
+                &mut staged,
+                &parallelism,
+                &log,
+                log_units.clone(),
+                echo,
+            )?;
         }
         if let Some(failed) = ran.outcomes.iter().find(|o| o.failure.is_some()) {
             execute::remove_scratch(&staged.scratch);

@@ -26,6 +26,11 @@ pub struct UnitReport {
     pub headers: Vec<PathBuf>,
     /// Peak memory of its compile in bytes (compiled units, when measured).
     pub peak_memory: Option<u64>,
+    /// CPU time (user and system) of its compile, all its passes.
+    pub cpu: Duration,
+    /// How it was compiled: `one call`, or its passes (`device gfx942, empty device gfx950,
+    /// host with a shared precompiled header`); empty for a reused unit.
+    pub passes: String,
 }
 
 /// What [`HipBuild::try_compile`](super::HipBuild::try_compile) did.

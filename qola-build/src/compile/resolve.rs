@@ -5,14 +5,16 @@
 use std::path::{Path, PathBuf};
 
 use crate::build_script::{Directives, Env, EnvError};
+use crate::common::depfile;
 use crate::common::hooks::Hooks;
+use crate::compile::HipBuild;
 use crate::compile::cache::ObjectCache;
 use crate::compile::cache::key::Settings;
 use crate::compile::error::{CompileError, Result, io_error};
 use crate::compile::launcher::{Launcher, farm};
+use crate::compile::passes::Layout;
 use crate::compile::roots::Roots;
 use crate::compile::toolchain::{HipToolchain, archs};
-use crate::compile::{HipBuild, depfile};
 
 /// Everything a build resolved before looking at its units.
 pub(crate) struct Resolved {
@@ -34,6 +36,8 @@ pub(crate) struct Resolved {
     pub max_cache_size: u64,
     /// qola's own test hooks (`test-hooks` feature only).
     pub hooks: Hooks,
+    /// Whether units sharing their includes get a precompiled header for their host passes.
+    pub host_pch: bool,
 }
 
 impl Resolved {
@@ -127,6 +131,7 @@ impl Resolved {
             target,
             max_cache_size,
             hooks: Hooks::from_env(|name| env.var(name).ok().flatten()),
+            host_pch: build.host_pch,
         })
     }
 
@@ -259,6 +264,66 @@ impl Resolved {
         )
     }
 
+    /// How the driver bundles device code objects (see `passes::bundle`), when this build
+    /// splits units into passes: with no launcher (see `passes`) and a driver that says how
+    /// (its `-###` command for a tiny kernel, and the fat binary of that kernel compiled for the
+    /// build's architectures; asked once per compiler and arguments and kept in qola's cache).
+    /// The links' directory exists; `scratch` is the build's.
+    pub(crate) fn bundle_layout(&self, scratch: &Path) -> Option<Layout> {
+        // One architecture and no shared includes: nothing to split (a unit is one call).
+        let worth_it = self.archs.len() > 1 || self.host_pch;
+        if !matches!(self.launcher, Launcher::None) || !worth_it {
+            return None;
+        }
+        let command = self.command();
+        let key = blake3::hash(command.join("\0").as_bytes()).to_hex();
+        let kept = self
+            .cache
+            .join(crate::cache::PROBES)
+            .join(format!("bundle-layout-{}", &key[..32]));
+        if let Ok(text) = std::fs::read_to_string(&kept) {
+            return Layout::parse(&text, &self.archs);
+        }
+        // A unit with a kernel: one without embeds no fat binary at all.
+        let probe = scratch.join("qola-bundle-probe.hip");
+        let text = "#include <hip/hip_runtime.h>\n__global__ void qola_bundle_probe() {}\n";
+        std::fs::write(&probe, text).ok()?;
+        let object = scratch.join("qola-bundle-probe.o");
+        let section = scratch.join("qola-bundle-probe.hipfb");
+        let run = |extra: &[&str]| {
+            let mut argv = command.clone();
+            argv.push("-cuid=0".to_string());
+            argv.extend(["-c".to_string(), self.roots.name(&probe)]);
+            argv.extend(extra.iter().map(|a| a.to_string()));
+            std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .current_dir(self.roots.dir())
+                .output()
+                .ok()
+        };
+        let printed = run(&["-###", "-o", "/dev/null"])?;
+        let layout = Layout::from_driver(&String::from_utf8_lossy(&printed.stderr), &self.archs);
+        let object_name = object.display().to_string();
+        let compiled = run(&["-o", &object_name]).is_some_and(|o| o.status.success());
+        let extracted = compiled
+            && std::process::Command::new("objcopy")
+                .args(["-O", "binary", "--only-section=.hip_fatbin"])
+                .arg(&object)
+                .arg(&section)
+                .status()
+                .is_ok_and(|s| s.success());
+        let bytes = std::fs::read(&section).ok().filter(|_| extracted);
+        for file in [&probe, &object, &section] {
+            let _ = std::fs::remove_file(file);
+        }
+        let layout = layout?.spelled_as_in(&bytes?)?;
+        if let Some(dir) = kept.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = crate::common::io::write_atomic(&kept, layout.to_text().as_bytes());
+        Some(layout)
+    }
+
     /// Asks the compile farm, when the launcher is one (see `launcher`). Only builds with
     /// something to compile ask: a no-op build runs nothing and writes nothing.
     pub(crate) fn ask_farm(&mut self, env: &Env) -> Result<()> {
@@ -274,16 +339,18 @@ impl Resolved {
         )
     }
 
-    /// The full command compiling `source` to `object` with its depfile (all absolute), with
-    /// every root by name: through the farm (sccache and the clang driver with hipcc's expanded
-    /// flags) when it is up.
+    /// The full command compiling `source` to `object` with its depfile (all absolute) and the
+    /// unit's `cuid` (see `passes`), with every root by name: through the farm (sccache and the
+    /// clang driver with hipcc's expanded flags) when it is up.
     pub(crate) fn compile_command(
         &self,
         source: &Path,
         object: &Path,
         depfile: &Path,
+        cuid: &str,
     ) -> Vec<String> {
         let mut argv = self.launcher.wrap(self.command());
+        argv.push(cuid.to_string());
         let mut compiled = source.to_path_buf();
         if self.launcher.distributes()
             && let Some((link, dir)) = farm::short_name(source, &self.out_dir)

@@ -86,7 +86,10 @@ impl Setup {
 
 /// The `qola` binary of this build (the `cli` feature), for the tests that run it.
 pub fn qola_binary() -> &'static str {
-    option_env!("CARGO_BIN_EXE_qola").expect("the qola binary: build the tests with --features cli")
+    match option_env!("CARGO_BIN_EXE_qola") {
+        Some(qola) => qola,
+        None => panic!("the qola binary: build the tests with --features cli"),
+    }
 }
 
 /// `qola <args>` in `s`'s directory with `s`'s cache and none of the caller's `QOLA_*`
@@ -219,4 +222,27 @@ pub fn assert_finished(out: &std::process::Output, step: &str) -> serde_json::Va
     }
     assert_eq!(v["edited_paths"], serde_json::json!([]), "{step}: {v}");
     v
+}
+
+/// The real tree, prepared once per test process (in `target/qola-fixtures/aiter-prepared`).
+pub fn prepared_aiter() -> Option<PathBuf> {
+    static ROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let real = qola_tests::real_aiter()?;
+        let fixtures = qola_tests::fixtures_dir();
+        let p = qola_build::Prepare::new()
+            .root(fixtures.join("aiter-prepared"))
+            .url(real.upstream.to_string_lossy())
+            .commit(&real.commit)
+            .patches_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-build/patches/aiter"))
+            .cache_dir(fixtures.join("cache"))
+            .cargo_metadata(false)
+            .force(false)
+            .skip(false)
+            .offline(false)
+            .try_prepare()
+            .unwrap_or_else(|e| panic!("{e}"));
+        Some(p.root)
+    })
+    .clone()
 }

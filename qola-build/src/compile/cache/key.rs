@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 /// The format of unit ids, keys, records and objects: raise it when what goes into them or how
 /// they are stored changes, so that entries written by another qola are never read as this
 /// one's (they are new units, compiled again, and evicted in time).
-pub(crate) const FORMAT: u32 = 2;
+pub(crate) const FORMAT: u32 = 3;
 
 /// How a unit is compiled: the compiler's identity and the arguments, as names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +67,10 @@ pub(crate) struct UnitRecord {
     /// The largest peak memory (bytes) measured compiling it.
     #[serde(default)]
     pub peak_memory: Option<u64>,
+    /// How long its last compile took (seconds of wall time, all its passes): the longest
+    /// units start first.
+    #[serde(default)]
+    pub seconds: Option<f64>,
     /// Where it was compiled (the output directory), for people.
     #[serde(default)]
     pub compiled_for: String,
@@ -123,7 +127,12 @@ impl ObjectKey {
     }
 
     /// The record of this key's compile (inputs that cannot be read are left out).
-    pub(crate) fn record(&self, peak_memory: Option<u64>, compiled_for: &str) -> UnitRecord {
+    pub(crate) fn record(
+        &self,
+        peak_memory: Option<u64>,
+        seconds: Option<f64>,
+        compiled_for: &str,
+    ) -> UnitRecord {
         let hex = |input: &Input| input.content.map(|c| c.to_hex().to_string());
         UnitRecord {
             source: self.source.name.clone(),
@@ -134,6 +143,7 @@ impl ObjectKey {
                 .filter_map(|h| Some((h.name.clone(), hex(h)?)))
                 .collect(),
             peak_memory,
+            seconds,
             compiled_for: compiled_for.to_string(),
         }
     }
@@ -211,7 +221,7 @@ mod tests {
     #[test]
     fn a_record_gives_back_the_key_and_names_what_changed_since() {
         let base = key();
-        let record = base.record(Some(7), "/w/out");
+        let record = base.record(Some(7), None, "/w/out");
         assert_eq!(record.headers.len(), 2);
         assert_eq!(base.changes_from(&record), Vec::new());
         let mut now = base.clone();

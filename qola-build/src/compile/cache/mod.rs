@@ -96,6 +96,13 @@ pub(crate) struct UnitFacts {
     pub last: Option<Settings>,
 }
 
+/// What a compile measured: its peak memory (when it counts) and its wall time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Measured {
+    pub peak: Option<u64>,
+    pub seconds: f64,
+}
+
 /// Where a build writes (see the module docs: Failure).
 #[derive(Debug)]
 struct Store {
@@ -260,6 +267,14 @@ impl<'a> ObjectCache<'a> {
         }
     }
 
+    /// How long the unit's last compile took, if it was measured.
+    pub(crate) fn seconds(&self, unit_id: &str) -> Option<f64> {
+        self.layers()
+            .iter()
+            .find_map(|l| l.record(unit_id))?
+            .seconds
+    }
+
     /// The largest peak memory measured compiling the unit, if any.
     pub(crate) fn peak(&self, unit_id: &str) -> Option<u64> {
         self.layers()
@@ -386,9 +401,9 @@ impl<'a> ObjectCache<'a> {
     }
 
     /// Stores a freshly compiled object of `source` (a name) of `library`, compiled with
-    /// `settings`, keyed by its depfile's `headers` (names), and raises the unit's recorded peak
-    /// memory to `peak`; returns its key. When the shared cache cannot take it, the build's
-    /// own does (see the module docs: Failure).
+    /// `settings`, keyed by its depfile's `headers` (names), raises the unit's recorded peak
+    /// memory to `measured.peak` and records how long it took; returns its key. When the shared
+    /// cache cannot take it, the build's own does (see the module docs: Failure).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn install(
         &mut self,
@@ -398,7 +413,7 @@ impl<'a> ObjectCache<'a> {
         headers: &[String],
         roots: &Roots,
         compiled: &Path,
-        peak: Option<u64>,
+        measured: Measured,
         compiled_for: &str,
     ) -> Result<String> {
         // Contents may have been read before the compile: read them again.
@@ -419,7 +434,8 @@ impl<'a> ObjectCache<'a> {
                 .collect(),
         };
         let object_key = key.key().expect("every input of a stored key was read");
-        let written = self.write_entry(&key, &object_key, library, compiled, peak, compiled_for);
+        let written =
+            self.write_entry(&key, &object_key, library, compiled, measured, compiled_for);
         if let Err(e) = written {
             if self.unwritable.is_some() {
                 return Err(CompileError::CacheUnwritable {
@@ -428,7 +444,7 @@ impl<'a> ObjectCache<'a> {
                 });
             }
             self.fall_back(e.to_string());
-            self.write_entry(&key, &object_key, library, compiled, peak, compiled_for)
+            self.write_entry(&key, &object_key, library, compiled, measured, compiled_for)
                 .map_err(|e| CompileError::CacheUnwritable {
                     dir: self.own.root.clone(),
                     why: e.to_string(),
@@ -446,7 +462,7 @@ impl<'a> ObjectCache<'a> {
         object_key: &str,
         library: &str,
         compiled: &Path,
-        peak: Option<u64>,
+        measured: Measured,
         compiled_for: &str,
     ) -> std::io::Result<()> {
         let store = self
@@ -458,7 +474,8 @@ impl<'a> ObjectCache<'a> {
         let _held = self.lock("store an object");
         self.hooks.step("cache:locked");
         layer.store(object_key, compiled)?;
-        let record = key.record(self.peak(&unit_id).max(peak), compiled_for);
+        let peak = self.peak(&unit_id).max(measured.peak);
+        let record = key.record(peak, Some(measured.seconds), compiled_for);
         let json = serde_json::to_vec_pretty(&record).expect("a unit record serializes");
         crate::common::io::write_atomic(&layer.record_path(&unit_id), &json)
             .map_err(|e| e.source)?;

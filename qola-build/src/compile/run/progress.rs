@@ -99,9 +99,16 @@ impl Progress {
         }
     }
 
-    /// The compile of unit `unit` ended (`failed` or not, after `elapsed`, at `peak` bytes): one
-    /// line, flushed.
-    pub(crate) fn ended(&self, unit: usize, failed: bool, elapsed: Duration, peak: Option<u64>) {
+    /// The compile of unit `unit` ended (`failed` or not, after `elapsed`, at `peak` bytes,
+    /// `cpu` of user and system time): one line, flushed.
+    pub(crate) fn ended(
+        &self,
+        unit: usize,
+        failed: bool,
+        elapsed: Duration,
+        peak: Option<u64>,
+        cpu: Duration,
+    ) {
         let mut guard = self.file.lock().expect("log lock");
         guard.1 += 1;
         let done = guard.1;
@@ -114,6 +121,7 @@ impl Progress {
                 if failed { "failed" } else { "compiled" },
                 elapsed,
                 peak,
+                Some(cpu),
                 &self.units[unit],
             ),
             self.total,
@@ -132,7 +140,7 @@ impl Progress {
             let _ = writeln!(
                 text,
                 "{}",
-                unit_line("cached", Duration::ZERO, None, &self.units[unit])
+                unit_line("cached", Duration::ZERO, None, None, &self.units[unit])
             );
         }
         let _ = writeln!(text, "summary: {summary}");
@@ -142,16 +150,18 @@ impl Progress {
     }
 }
 
-/// One unit: what happened, seconds, peak memory, source, why.
+/// One unit: what happened, seconds, peak memory, CPU seconds, source, why.
 fn unit_line(
     what: &str,
     elapsed: Duration,
     peak: Option<u64>,
+    cpu: Option<Duration>,
     (source, why): &(PathBuf, String),
 ) -> String {
     let memory = peak.map_or("-".to_string(), |b| format!("{}MB", b >> 20));
+    let cpu = cpu.map_or("-".to_string(), |c| format!("{:.2}s", c.as_secs_f64()));
     format!(
-        "{what:8} {:7.2}s {memory:>7} {} ({why})",
+        "{what:8} {:7.2}s {memory:>7} cpu {cpu:>8} {} ({why})",
         elapsed.as_secs_f64(),
         source.display()
     )

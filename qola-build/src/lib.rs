@@ -75,7 +75,7 @@
 //! | `QOLA_CACHE_DIR` | qola's cache: default checkouts, stat snapshots, objects (default `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`) |
 //! | `QOLA_CACHE_MAX_SIZE` | [`HipBuild`]: the object cache's size limit (`20G`, `500M`, bytes; default 20 GiB or a quarter of its file system), kept by evicting the least recently used objects no running build holds |
 //! | `QOLA_SKIP_PREPARE=1` | use the checkout as it is, write nothing (debug with local edits) |
-//! | `QOLA_FORCE_PREPARE=1` | save local edits as a backup patch, then prepare |
+//! | `QOLA_FORCE_PREPARE=1` (or `QOLA_FORCE_AITER_CHECKOUT=1`, TransformerEngine's name) | save local edits as a backup patch, then prepare |
 //! | `QOLA_OFFLINE=1`, `CARGO_NET_OFFLINE=true` | never use the network; a missing commit is an error |
 //! | `QOLA_GIT` | the `git` used for clone and fetch (default: `git` on `PATH`) |
 //! | `XDG_CACHE_HOME`, `HOME` | locate the default cache |

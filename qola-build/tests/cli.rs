@@ -185,6 +185,13 @@ fn skip_and_force_come_from_the_environment_too() {
     let v = json(&out);
     assert_eq!(v["action"], "forced");
     assert!(Path::new(v["backup"].as_str().unwrap()).is_file());
+    // The name TransformerEngine's QoLA seed used for the same request.
+    s.write(UNTOUCHED, "# another edit\n");
+    let out = explicit(&s, "prepare", &["--json"])
+        .env("QOLA_FORCE_AITER_CHECKOUT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["action"], "forced");
     let out = explicit(&s, "prepare", &["--json"])
         .env("QOLA_SKIP_PREPARE", "maybe")
         .output()
@@ -391,7 +398,7 @@ fn checkout_group_is_checked_against_the_manifest_and_selects_nothing() {
         &s,
         &s.demo.commit,
         true,
-        "\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"ck_fused_attn\"\n",
+        "\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"ck_fused_attn\"\n\n[[modules]]\nname = \"libmha_bwd\"\ngroup = \"bwd\"\n",
     );
     // QoLA.cmake's checkout helper: `checkout --manifest M --aiter-root R --group G`.
     let checkout = |group: &str| {
@@ -411,11 +418,113 @@ fn checkout_group_is_checked_against_the_manifest_and_selects_nothing() {
         String::from_utf8_lossy(&known.stderr)
     );
     assert_prepared(&s);
-    let unknown = checkout("aiter_gemm");
+    // A list, as QoLA splits `--group` (and QOLA_BUILD_GROUPS).
+    assert_eq!(checkout("ck_fused_attn;bwd").status.code(), Some(0));
+    let unknown = checkout("ck_fused_attn;aiter_gemm");
     assert_eq!(unknown.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert!(
         stderr.contains("group aiter_gemm") && stderr.contains("te.toml"),
+        "{stderr}"
+    );
+}
+
+/// qola's CMake module as QoLA's sets it up: `QOLA_CMAKE_DIR` and `QOLA_ROOT_DIR` are set, and a
+/// failed step's message holds qola's own words (its standard error), not only the exit status.
+#[test]
+fn qolas_cmake_module_sets_qolas_variables_and_a_failure_says_what_qola_said() {
+    let Some(cmake) = qola_tests::tool("cmake", "cmake") else {
+        return;
+    };
+    let s = setup();
+    let manifest = demo_manifest(
+        &s,
+        &s.demo.commit,
+        true,
+        "\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"mha\"\n",
+    );
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/qola");
+    let project = s.tmp.path().join("consumer");
+    write(
+        &project,
+        "CMakeLists.txt",
+        format!(
+            "cmake_minimum_required(VERSION 3.20)\nproject(consumer NONE)\ninclude({}/cmake/QoLA.cmake)\nmessage(STATUS \"cmake dir: ${{QOLA_CMAKE_DIR}}\")\nmessage(STATUS \"root dir: ${{QOLA_ROOT_DIR}}\")\nqola_checkout_aiter(MANIFEST {} AITER_DIR {} GROUPS ${{GROUP}} OUT_DIR tree)\n",
+            module.display(),
+            manifest.display(),
+            s.root.display()
+        ),
+    );
+    let configure = |group: &str| {
+        let mut command = std::process::Command::new(&cmake);
+        command
+            .arg("-S")
+            .arg(&project)
+            .arg("-B")
+            .arg(project.join("build"))
+            .arg(format!("-DGROUP={group}"))
+            .env("QOLA_EXECUTABLE", qola_binary())
+            .env("QOLA_CACHE_DIR", s.cache());
+        command.output().unwrap()
+    };
+    let ok = configure("mha");
+    let said = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{said}{}", String::from_utf8_lossy(&ok.stderr));
+    let canonical = |p: &Path| p.canonicalize().unwrap().display().to_string();
+    assert!(
+        said.contains(&format!("cmake dir: {}", canonical(&module.join("cmake"))))
+            && said.contains(&format!("root dir: {}", canonical(&module))),
+        "{said}"
+    );
+    assert_prepared(&s);
+    let failed = configure("aiter_gemm");
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    // CMake wraps the message's lines: compared with single spaces.
+    let message = stderr[stderr.find("CMake Error").expect("CMake's error")..]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        message.contains("qola exit status 1")
+            && message.contains("qola checkout: error: group aiter_gemm"),
+        "{stderr}"
+    );
+}
+
+/// A manifest written for QoLA names its series relative to the directory QoLA runs in: where
+/// only that reading exists, it is used and a warning names both readings.
+#[test]
+fn a_series_found_only_from_the_working_directory_is_used_with_a_warning() {
+    let s = setup();
+    let (project, build) = (s.tmp.path().join("te"), s.tmp.path().join("te/build"));
+    std::fs::create_dir_all(build.join("series")).unwrap();
+    for entry in std::fs::read_dir(&s.demo.patches).unwrap().flatten() {
+        std::fs::copy(entry.path(), build.join("series").join(entry.file_name())).unwrap();
+    }
+    let manifest = project.join("te.toml");
+    write(
+        &project,
+        "te.toml",
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"series\"\n",
+            s.demo.commit,
+            s.demo.aiter.display()
+        ),
+    );
+    let out = qola(&s, &["prepare", "--json", "-m"])
+        .arg(&manifest)
+        .arg("--root")
+        .arg(&s.root)
+        .current_dir(&build)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_prepared(&s);
+    assert!(
+        stderr.contains(&build.join("series").display().to_string())
+            && stderr.contains(&project.join("series").display().to_string()),
         "{stderr}"
     );
 }

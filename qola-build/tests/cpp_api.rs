@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use qola_build::aiter::{ApiGeneration, detect_api_generation, registry, write_public_headers};
+use qola_build::aiter::{
+    ApiGeneration, detect_api_generation, read_api, registry, write_public_headers,
+};
 use qola_tests::hipcc_available;
 
 /// Stand-ins for the newer AITERs' headers (the struct generation), under `root/csrc/include`.
@@ -21,7 +23,7 @@ const STRUCT_HEADERS: &[(&str, &str)] = &[
     ),
     (
         "mha_fwd.h",
-        "#pragma once\n#include \"ck_tile_stand_in.hpp\"\nnamespace aiter {\nstruct mha_fwd_args\n{\n    bool use_asm_v3;\n    std::string data_type;\n    const void* q_ptr;\n    int batch;\n};\n__attribute__((visibility(\"default\"))) float mha_fwd(mha_fwd_args args,\n                                                     const ck_tile::stream_config& s);\n}\n",
+        "#pragma once\n#include \"ck_tile_stand_in.hpp\"\nnamespace aiter {\nstruct mha_fwd_args\n{\n    bool use_asm_v3;\n    std::string data_type;\n    const void* q_ptr;\n    int batch;\n};\n__attribute__((visibility(\"default\"))) float mha_fwd(mha_fwd_args args,\n                                                     const ck_tile::stream_config& s);\n#if FAV_NATIVE_ON\n__attribute__((visibility(\"default\"))) int mha_fwd_calculate_num_splits(const mha_fwd_args& a);\n__attribute__((visibility(\"default\"))) size_t mha_fwd_workspace_size(const mha_fwd_args& a);\n#endif\n#if FA_WITH_SINK\n__attribute__((visibility(\"default\"))) bool mha_fwd_with_sink_supported(const mha_fwd_args& a);\n#endif\n}\n",
     ),
     (
         "fmha_bwd.hpp",
@@ -49,10 +51,12 @@ const PARAMETER_HEADERS: &[(&str, &str)] = &[
     ),
 ];
 
-/// A translation unit calling qola's API as TransformerEngine's ck_fused_attn calls QoLA's:
-/// `QOLA_NS(mha_fwd)(args, stream_config)` with AITER's struct, `QOLA_NS(mha_bwd)` alike, and
-/// the one-argument `QOLA_NS(mha_bwd_workspace_size)(traits)` under `ENABLE_CK`; the declared
-/// types are QoLA's exactly.
+/// A translation unit calling qola's API as TransformerEngine's ck_fused_attn calls QoLA's, in
+/// its five forms: `QOLA_NS(mha_fwd)(args, stream_config)` with AITER's struct (the launch and
+/// the v3 dry run alike), under split-KV (`FAV_NATIVE_ON`) `QOLA_NS(mha_fwd_calculate_num_splits)`
+/// and `QOLA_NS(mha_fwd_workspace_size)`, `QOLA_NS(mha_bwd)`, and the one-argument
+/// `QOLA_NS(mha_bwd_workspace_size)(traits)` under `ENABLE_CK`; the declared types are QoLA's
+/// exactly.
 const TE_STYLE_CALLER: &str = r#"#include <cstddef>
 #include <type_traits>
 #include <hip/hip_runtime.h>
@@ -64,6 +68,16 @@ float forward(const aiter::mha_fwd_args& fmha_args, hipStream_t stream) {
   ck_tile::stream_config stream_config{stream};
   return QOLA_NS(mha_fwd)(fmha_args, stream_config);
 }
+#if FAV_NATIVE_ON
+int num_splits(const aiter::mha_fwd_args& fmha_args) {
+  return QOLA_NS(mha_fwd_calculate_num_splits)(fmha_args);
+}
+size_t workspace_size(const aiter::mha_fwd_args& fmha_args) {
+  return QOLA_NS(mha_fwd_workspace_size)(fmha_args);
+}
+static_assert(std::is_same_v<decltype(&QOLA_NS(mha_fwd_calculate_num_splits)),
+                             int (*)(const aiter::mha_fwd_args&)>);
+#endif
 float backward(aiter::mha_bwd_args fmha_args, const ck_tile::stream_config& stream_config) {
   return QOLA_NS(mha_bwd)(fmha_args, stream_config);
 }
@@ -91,8 +105,9 @@ fn tree(dir: &Path, headers: &[(&str, &str)]) -> PathBuf {
     dir.to_path_buf()
 }
 
-/// `hipcc -fsyntax-only` of `source` with the installed API and the tree's headers.
-fn syntax_check(source: &Path, api: &Path, root: &Path) -> std::process::Output {
+/// `hipcc -fsyntax-only` of `source` with the installed API and the tree's headers, and
+/// `defines`.
+fn syntax_check(source: &Path, api: &Path, root: &Path, defines: &[&str]) -> std::process::Output {
     let hipcc = std::env::var_os("HIPCC").unwrap_or_else(|| "hipcc".into());
     Command::new(hipcc)
         .args([
@@ -106,6 +121,7 @@ fn syntax_check(source: &Path, api: &Path, root: &Path) -> std::process::Output 
         .arg(api)
         .arg("-I")
         .arg(root.join("csrc/include"))
+        .args(defines)
         .arg(source)
         .output()
         .unwrap()
@@ -155,43 +171,71 @@ fn te_style_calls_compile_against_the_struct_generation_api_and_not_against_the_
     let caller = tmp.path().join("te_caller.cpp");
     std::fs::write(&caller, TE_STYLE_CALLER).unwrap();
 
-    // Struct generation: QoLA's signatures; the caller and qola's wrappers compile.
+    // Struct generation: QoLA's signatures; the caller and qola's wrappers compile, with
+    // split-KV on (the extras declared and wrapped) and off (neither).
     let structs = tree(&tmp.path().join("struct"), STRUCT_HEADERS);
     let api = tmp.path().join("struct-api");
-    write_public_headers(&api, Some("te"), detect_api_generation(&structs).unwrap()).unwrap();
-    let out = syntax_check(&caller, &api, &structs);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let tree_api = read_api(&structs).unwrap();
+    let extras: Vec<&str> = tree_api.forward_extras.iter().map(|e| e.name).collect();
+    assert_eq!(
+        extras,
+        [
+            "mha_fwd_calculate_num_splits",
+            "mha_fwd_workspace_size",
+            "mha_fwd_with_sink_supported"
+        ]
     );
-    for module in ["libmha_fwd", "libmha_bwd"] {
-        let (name, text) = registry::cpp_wrapper(module, ApiGeneration::Struct).unwrap();
-        let wrapper = tmp.path().join(name);
-        std::fs::write(&wrapper, text).unwrap();
-        let out = syntax_check(&wrapper, &api, &structs);
+    write_public_headers(&api, Some("te"), &tree_api).unwrap();
+    for defines in [
+        &["-DFAV_NATIVE_ON=1", "-DFA_WITH_SINK=1"][..],
+        &["-DFAV_NATIVE_ON=0"][..],
+    ] {
+        let out = syntax_check(&caller, &api, &structs, defines);
         assert!(
             out.status.success(),
-            "{name}: {}",
+            "{defines:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        for module in ["libmha_fwd", "libmha_bwd"] {
+            let (name, text) = registry::cpp_wrapper(module, &tree_api).unwrap();
+            let wrapper = tmp.path().join(name);
+            std::fs::write(&wrapper, text).unwrap();
+            let out = syntax_check(&wrapper, &api, &structs, defines);
+            assert!(
+                out.status.success(),
+                "{name} {defines:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
+    // Split-KV off: the extras are not there to call.
+    let calls = tmp.path().join("calls_num_splits.cpp");
+    std::fs::write(
+        &calls,
+        "#include \"qola_mha_fwd.h\"\nint f(const aiter::mha_fwd_args& a) { return QOLA_NS(mha_fwd_calculate_num_splits)(a); }\n",
+    )
+    .unwrap();
+    let out = syntax_check(&calls, &api, &structs, &["-DFAV_NATIVE_ON=0"]);
+    assert!(
+        !out.status.success(),
+        "declared although the tree's switch is off"
+    );
 
     // Parameters generation (AITER 05a0d1f): that API takes the options as parameters, so
     // TransformerEngine's calls do not compile against it, and the wrappers do.
     let params = tree(&tmp.path().join("params"), PARAMETER_HEADERS);
     let api = tmp.path().join("params-api");
-    write_public_headers(&api, Some("te"), detect_api_generation(&params).unwrap()).unwrap();
-    let out = syntax_check(&caller, &api, &params);
+    write_public_headers(&api, Some("te"), &read_api(&params).unwrap()).unwrap();
+    let out = syntax_check(&caller, &api, &params, &[]);
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && text.contains("too few arguments"),
         "{text}"
     );
-    let (name, text) = registry::cpp_wrapper("libmha_fwd", ApiGeneration::Parameters).unwrap();
+    let (name, text) = registry::cpp_wrapper("libmha_fwd", &read_api(&params).unwrap()).unwrap();
     let wrapper = tmp.path().join(name);
     std::fs::write(&wrapper, text).unwrap();
-    let out = syntax_check(&wrapper, &api, &params);
+    let out = syntax_check(&wrapper, &api, &params, &[]);
     assert!(
         out.status.success(),
         "{}",

@@ -25,6 +25,10 @@
 
 include_guard(GLOBAL)
 
+# QoLA's variables: this module's directory, and the package holding it.
+set(QOLA_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+get_filename_component(QOLA_ROOT_DIR "${QOLA_CMAKE_DIR}/.." ABSOLUTE)
+
 # The commit a manifest pins: its one `aiter_commit = "..."` line.
 function(qola_read_manifest_commit manifest out_var)
   if(NOT EXISTS "${manifest}")
@@ -70,18 +74,30 @@ function(_qola_executable out_var)
   set(${out_var} "${QOLA_EXECUTABLE}" PARENT_SCOPE)
 endfunction()
 
-# Runs `qola <args...>`; a failure stops the configure with qola's own words. With
-# OUTPUT_VARIABLE <var>, standard output goes there (qola's messages still reach the terminal).
+# Runs `qola <args...>`; a failure stops the configure with qola's own words: its standard
+# output and standard error in the message, as QoLA's has them. qola's messages reach the
+# terminal while it runs (CMake 3.18 and later echo them as they come; older ones at the end).
+# With OUTPUT_VARIABLE <var>, standard output goes there.
 function(qola_run_cli what)
   cmake_parse_arguments(QRC "" "OUTPUT_VARIABLE" "" ${ARGN})
   _qola_executable(qola)
+  set(echo)
+  if(NOT CMAKE_VERSION VERSION_LESS 3.18)
+    set(echo ECHO_ERROR_VARIABLE)
+  endif()
   execute_process(
     COMMAND "${qola}" ${QRC_UNPARSED_ARGUMENTS}
     RESULT_VARIABLE status
     OUTPUT_VARIABLE out
-    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    ERROR_VARIABLE err
+    ${echo}
+    OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_STRIP_TRAILING_WHITESPACE)
+  if(NOT echo AND NOT err STREQUAL "")
+    message("${err}")
+  endif()
   if(NOT status EQUAL 0)
-    message(FATAL_ERROR "[qola] ${what} failed (qola exit status ${status})\n${out}")
+    message(FATAL_ERROR "[qola] ${what} failed (qola exit status ${status})\n${out}\n${err}")
   endif()
   if(QRC_OUTPUT_VARIABLE)
     set(${QRC_OUTPUT_VARIABLE} "${out}" PARENT_SCOPE)

@@ -3,8 +3,12 @@
 // which one the tree has from its csrc/include/mha_fwd.h). The signature is QoLA's.
 //
 // QOLA_NS(mha_fwd)(args, stream_config) runs aiter::mha_fwd(args, stream_config) inside the
-// library (whose own symbols the library does not export) and returns what it returns.
+// library (whose own symbols the library does not export) and returns what it returns. The
+// forward functions beyond it that the tree's mha_fwd.h declares (mha_fwd_calculate_num_splits,
+// mha_fwd_workspace_size, mha_fwd_with_sink_supported) follow, under the tree's own condition.
 #pragma once
+
+#include <cstddef>
 
 #include "mha_fwd.h"
 #include "qola_common.h"

@@ -15,6 +15,12 @@
 //! Both headers (`csrc/include/mha_fwd.h`, `mha_bwd.h`) must show the same generation, each
 //! by both signs (the args type and the function's arity); anything else is an error naming the
 //! header and what it shows, never a guess.
+//!
+//! A struct-generation forward header may also declare functions QoLA wraps too
+//! ([`ForwardExtra`]: `mha_fwd_calculate_num_splits`, `mha_fwd_workspace_size`,
+//! `mha_fwd_with_sink_supported`), each under a feature switch of the tree (AITER 7a24cd87:
+//! `#if FAV_NATIVE_ON`). qola's API declares and wraps exactly those the tree declares, under
+//! the tree's own condition, so a caller sees them exactly when the library has them.
 
 use std::path::Path;
 
@@ -27,6 +33,84 @@ pub enum ApiGeneration {
     Parameters,
     /// Options inside AITER's own `mha_fwd_args` / `mha_bwd_args` structs.
     Struct,
+}
+
+/// A forward function beyond `mha_fwd` that the tree declares and qola's API wraps, with the
+/// condition it is declared under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ForwardExtra {
+    /// Its name (`mha_fwd_calculate_num_splits`).
+    pub name: &'static str,
+    /// What it returns (`int`).
+    pub returns: &'static str,
+    /// The preprocessor condition it is declared under in the tree's header (`FAV_NATIVE_ON`).
+    pub condition: Option<String>,
+}
+
+/// The API of a tree: its generation and the forward functions beyond `mha_fwd` it declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TreeApi {
+    /// The generation (see the module docs).
+    pub generation: ApiGeneration,
+    /// The forward extras, in QoLA's order.
+    pub forward_extras: Vec<ForwardExtra>,
+}
+
+/// The forward functions QoLA wraps when the tree declares them: name and return type.
+const FORWARD_EXTRAS: [(&str, &str); 3] = [
+    ("mha_fwd_calculate_num_splits", "int"),
+    ("mha_fwd_workspace_size", "size_t"),
+    ("mha_fwd_with_sink_supported", "bool"),
+];
+
+/// The extras `header` (a forward header's text) declares, each with the innermost `#if` it
+/// sits in (an include guard `#ifndef X_H` is not a condition).
+pub(crate) fn forward_extras(header: &str) -> Vec<ForwardExtra> {
+    let code = without_comments(header);
+    let mut found = Vec::new();
+    let mut conditions: Vec<Option<String>> = Vec::new();
+    for line in code.lines() {
+        let trimmed = line.trim();
+        if let Some(directive) = trimmed.strip_prefix('#').map(str::trim_start) {
+            if let Some(condition) = directive.strip_prefix("if ") {
+                conditions.push(Some(condition.trim().to_string()));
+            } else if let Some(name) = directive.strip_prefix("ifdef ") {
+                conditions.push(Some(format!("defined({})", name.trim())));
+            } else if directive.starts_with("ifndef") {
+                conditions.push(None);
+            } else if directive.starts_with("endif") {
+                conditions.pop();
+            } else if directive.starts_with("el") {
+                // An `#else` branch: not the condition any more; qola declares nothing there.
+                if let Some(last) = conditions.last_mut() {
+                    *last = Some("0".to_string());
+                }
+            }
+            continue;
+        }
+        for (name, returns) in FORWARD_EXTRAS {
+            let declared = occurrences(line, name).any(|(before, after)| {
+                before.ends_with(returns)
+                    && after.starts_with('(')
+                    && after.contains("mha_fwd_args")
+            });
+            if declared && !found.iter().any(|f: &ForwardExtra| f.name == name) {
+                let condition = conditions.iter().rev().flatten().next().cloned();
+                if condition.as_deref() == Some("0") {
+                    continue;
+                }
+                found.push(ForwardExtra {
+                    name,
+                    returns,
+                    condition,
+                });
+            }
+        }
+    }
+    found.sort_by_key(|f| FORWARD_EXTRAS.iter().position(|(n, _)| *n == f.name));
+    found
 }
 
 /// How a header declares one function's arguments.
@@ -160,15 +244,29 @@ pub(crate) fn classify(
 
 /// The generation of the AITER tree at `root` (its `csrc/include/mha_fwd.h` and `mha_bwd.h`).
 pub fn detect(root: &Path) -> Result<ApiGeneration> {
+    Ok(read_api(root)?.generation)
+}
+
+/// The API of the AITER tree at `root`: its generation and, for the struct generation, the
+/// forward extras its `mha_fwd.h` declares.
+pub fn read_api(root: &Path) -> Result<TreeApi> {
     let include = root.join("csrc/include");
     let read = |name: &str| {
         let path = include.join(name);
         std::fs::read_to_string(&path).map_err(io_error("read", path))
     };
     let (fwd, bwd) = (read("mha_fwd.h")?, read("mha_bwd.h")?);
-    classify(&fwd, &bwd).map_err(|(header, why)| AiterError::ApiGeneration {
+    let generation = classify(&fwd, &bwd).map_err(|(header, why)| AiterError::ApiGeneration {
         header: include.join(header),
         why,
+    })?;
+    let forward_extras = match generation {
+        ApiGeneration::Struct => forward_extras(&fwd),
+        ApiGeneration::Parameters => Vec::new(),
+    };
+    Ok(TreeApi {
+        generation,
+        forward_extras,
     })
 }
 
@@ -216,6 +314,27 @@ mod tests {
             why.contains("no definition of mha_fwd_args") && why.contains("no `float mha_fwd"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn forward_extras_are_read_with_the_condition_they_are_declared_under() {
+        let header = format!(
+            "{STRUCT_FWD}#ifndef QOLA_TEST_H\n#if FAV_NATIVE_ON\n// int mha_fwd_with_sink_supported(const mha_fwd_args& a);\n__attribute__((visibility(\"default\"))) int mha_fwd_calculate_num_splits(const mha_fwd_args& a);\n\n__attribute__((visibility(\"default\"))) size_t mha_fwd_workspace_size(const mha_fwd_args& a);\n#endif\n#ifdef WITH_SINK\nbool mha_fwd_with_sink_supported(const mha_fwd_args& a);\n#else\nint mha_fwd_other(const mha_fwd_args& a);\n#endif\n#endif\n"
+        );
+        let extras = forward_extras(&header);
+        let shown: Vec<(&str, Option<&str>)> = extras
+            .iter()
+            .map(|e| (e.name, e.condition.as_deref()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("mha_fwd_calculate_num_splits", Some("FAV_NATIVE_ON")),
+                ("mha_fwd_workspace_size", Some("FAV_NATIVE_ON")),
+                ("mha_fwd_with_sink_supported", Some("defined(WITH_SINK)")),
+            ]
+        );
+        assert_eq!(forward_extras(STRUCT_FWD), Vec::new());
     }
 
     #[test]

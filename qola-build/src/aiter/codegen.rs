@@ -115,6 +115,8 @@ pub(crate) fn run_generator(
         .args(&argv)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("GPU_ARCHS", gpu_archs)
+        // hsa/codegen.py reads its own name for the same list.
+        .env("AITER_GPU_ARCHS", gpu_archs)
         .output()
         .map_err(|e| AiterError::Codegen {
             command: format!("{} {}", python.display(), argv.join(" ")),

@@ -65,6 +65,18 @@ pub enum AiterError {
         why: String,
     },
 
+    /// A module's own source asks for something qola cannot give it (see `needs`): a feature
+    /// switch whose header cannot be had, or an hsa config no generator writes.
+    #[error("{}: {symbol}: {why}; this AITER needs a recipe qola does not know how to give: build it with AITER's own tools, or name the switch's header's directory in the manifest's extra_include", file.display())]
+    RecipeNeeds {
+        /// The source.
+        file: PathBuf,
+        /// The switch or the header.
+        symbol: String,
+        /// Why it cannot be satisfied.
+        why: String,
+    },
+
     /// An entry of AITER's `optCompilerConfig.json` cannot be evaluated.
     #[error("AITER module {module}, field {field}: `{expression}`: {why}")]
     AiterConfig {
@@ -112,7 +124,8 @@ impl AiterError {
             }
             AiterError::AiterConfig { .. }
             | AiterError::Codegen { .. }
-            | AiterError::ApiGeneration { .. } => ErrorKind::Aiter,
+            | AiterError::ApiGeneration { .. }
+            | AiterError::RecipeNeeds { .. } => ErrorKind::Aiter,
             AiterError::Prepare(e) => e.kind(),
             AiterError::Compile(e) => e.kind(),
             AiterError::Manifest(e) => e.kind(),

@@ -45,6 +45,19 @@ fn code_objects(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// The subdirectories of `subdirs` that no architecture of `archs` has under `<root>/hsa/`.
+pub(crate) fn absent<'a>(root: &Path, archs: &[String], subdirs: &'a [String]) -> Vec<&'a str> {
+    subdirs
+        .iter()
+        .filter(|subdir| {
+            !archs
+                .iter()
+                .any(|arch| root.join("hsa").join(arch).join(subdir).is_dir())
+        })
+        .map(String::as_str)
+        .collect()
+}
+
 /// Writes `<out_dir>/aiter_embedded_hsa.h` for `hsa/<arch>/<subdir>` of each architecture and
 /// each of `subdirs`. The header is rewritten only when its content changes.
 pub fn embed_hsa(
@@ -180,6 +193,9 @@ mod tests {
             "{header}"
         );
         assert!(!header.contains("other/c.co"), "{header}");
+        // A kernel set one architecture has is there; one none has is absent.
+        let asked = ["fmha_v3_fwd".to_string(), "fmha_fwd_bf16".to_string()];
+        assert_eq!(absent(root, &archs[1..], &asked), ["fmha_fwd_bf16"]);
         // Unchanged inputs: the header is not rewritten.
         let before = std::fs::metadata(&e.header).unwrap().modified().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));

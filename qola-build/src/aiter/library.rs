@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::aiter::api_generation::{ApiGeneration, detect as detect_api_generation};
+use crate::aiter::api_generation::{
+    ApiGeneration, TreeApi, detect as detect_api_generation, read_api,
+};
 use crate::aiter::error::Result;
 use crate::aiter::hsa::{EmbeddedHsa, embed_hsa};
 use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module};
@@ -59,8 +61,27 @@ pub struct AiterLibrary {
 pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
     let module = prepare_module(spec)?;
     let work = spec.gen_dir.join(&module.recipe.name);
+    // The manifest's, else the kernels the module's sources include the configs of, else the
+    // ones qola knows the module loads (trees that generate their API sources, AITER 05a0d1f).
     let subdirs: Vec<String> = match &spec.module.hsa_subdirs {
-        Some(subdirs) => subdirs.clone(),
+        // Named by the manifest: each must be a kernel set of the tree (one named for an
+        // AITER that has it, built from one that has not, would embed nothing).
+        Some(subdirs) => match crate::aiter::hsa::absent(spec.root, spec.archs, subdirs)[..] {
+            [] => subdirs.clone(),
+            [first, ..] => {
+                return Err(crate::aiter::error::AiterError::AiterConfig {
+                    module: spec.module.name.clone(),
+                    field: "hsa_subdirs".to_string(),
+                    expression: first.to_string(),
+                    why: format!(
+                        "no hsa/<arch>/{first}/ in {} for {}: this AITER has no such kernels; drop it from the manifest's hsa_subdirs, or pin an AITER that has them",
+                        spec.root.display(),
+                        spec.archs.join(", ")
+                    ),
+                });
+            }
+        },
+        None if !module.recipe.hsa_kernels.is_empty() => module.recipe.hsa_kernels.clone(),
         None => registry::default_hsa_subdirs(&spec.module.name)
             .iter()
             .map(|s| s.to_string())
@@ -103,10 +124,11 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
             true
         }
         Api::Cpp { namespace, include } => {
-            let generation = detect_api_generation(spec.root)?;
-            write_public_headers(include, namespace.as_deref(), generation)?;
+            let api = read_api(spec.root)?;
+            write_public_headers(include, namespace.as_deref(), &api)?;
             build.include(include);
-            let wrapper = registry::cpp_wrapper(&spec.module.name, generation);
+            let wrapper = registry::cpp_wrapper(&spec.module.name, &api);
+            let wrapped = wrapper.is_some();
             if let Some((file, text)) = wrapper {
                 let source = work.join("qola-api").join(file);
                 write_if_changed(&source, text.as_bytes())?;
@@ -115,7 +137,7 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
                 write_if_changed(&script, registry::version_script().as_bytes())?;
                 build.version_script(script);
             }
-            wrapper.is_some()
+            wrapped
         }
     };
     Ok(AiterLibrary {
@@ -126,14 +148,10 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
     })
 }
 
-/// Writes the C++ API's public headers for a tree of `generation` and `qola_config.h` into
+/// Writes the C++ API's public headers for a tree whose API is `api` and `qola_config.h` into
 /// `dir` (unchanged files are not touched).
-pub fn write_public_headers(
-    dir: &Path,
-    namespace: Option<&str>,
-    generation: ApiGeneration,
-) -> Result<()> {
-    for (name, text) in registry::public_headers(generation) {
+pub fn write_public_headers(dir: &Path, namespace: Option<&str>, api: &TreeApi) -> Result<()> {
+    for (name, text) in registry::public_headers(api) {
         write_if_changed(&dir.join(name), text.as_bytes())?;
     }
     write_if_changed(

@@ -35,12 +35,15 @@ pub(crate) mod error;
 mod hsa;
 mod library;
 mod module;
+mod needs;
 mod output;
 mod plan;
 mod recipe;
 pub mod registry;
 
-pub use api_generation::{ApiGeneration, detect as detect_api_generation};
+pub use api_generation::{
+    ApiGeneration, ForwardExtra, TreeApi, detect as detect_api_generation, read_api,
+};
 pub use codegen::Generated;
 pub use error::AiterError;
 pub use hsa::{EmbeddedHsa, embed_hsa};

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::aiter::codegen::{self, Generated};
 use crate::aiter::error::AiterError;
 use crate::aiter::error::Result;
+use crate::aiter::needs;
 use crate::aiter::recipe::{self, AiterPaths, ModuleRecipe};
 use crate::build_script::Env;
 use crate::compile::toolchain::HipToolchain;
@@ -242,6 +243,19 @@ fn recipe_of(spec: &AiterModuleSpec, env: &Env) -> Result<ModuleRecipe> {
     };
     let mut recipe = recipe::load(&paths, &spec.module.name, &spec.module.recipe, env)?;
     recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
+    // A source the recipe (or the manifest's `srcs`) names and the tree lacks is an error
+    // here, naming it, not a compile failure among thousands.
+    if let Some(missing) = recipe.srcs.iter().find(|src| !src.is_file()) {
+        return Err(AiterError::AiterConfig {
+            module: spec.module.name.clone(),
+            field: "srcs".to_string(),
+            expression: missing.display().to_string(),
+            why: format!(
+                "no such file in the AITER tree {}: this AITER does not have it; name the sources this commit has (or pin the AITER the manifest was written for)",
+                spec.root.display()
+            ),
+        });
+    }
     for cmd in &mut recipe.blob_gen_cmd {
         let filter = match spec.ck_filter {
             Some(filter) => Some(filter),
@@ -255,6 +269,18 @@ fn recipe_of(spec: &AiterModuleSpec, env: &Env) -> Result<ModuleRecipe> {
             *cmd = recipe::with_ck_filter(cmd, filter);
         }
     }
+    // What the module's own sources ask for (see `needs`): switches, hsa config generators.
+    let flags: Vec<String> = recipe
+        .flags_extra_cc
+        .iter()
+        .chain(&recipe.flags_extra_hip)
+        .cloned()
+        .collect();
+    let dirs = includes_of(spec.root, &[], &recipe);
+    let needs = needs::needs(spec.root, &spec.module.name, &recipe.srcs, &dirs, &flags)?;
+    recipe.flags_extra_hip.extend(needs.defines);
+    recipe.blob_gen_cmd.extend(needs.generators);
+    recipe.hsa_kernels = needs.hsa_kernels;
     Ok(recipe)
 }
 

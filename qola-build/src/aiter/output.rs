@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::aiter::api_generation::detect as detect_api_generation;
+use crate::aiter::api_generation::read_api;
 use crate::aiter::error::io_error;
 use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::{AiterLibrary, Api, library, write_public_headers};
@@ -174,9 +174,10 @@ impl OutputBuild {
         self
     }
 
-    /// Build only these groups (`--group`), over `QOLA_BUILD_GROUPS`.
+    /// Build only these groups (`--group`, each value a list as QoLA reads it: `"a;b"`), over
+    /// `QOLA_BUILD_GROUPS`.
     pub fn groups(&mut self, groups: &[String]) -> &mut OutputBuild {
-        self.groups = groups.to_vec();
+        self.groups = group_list(groups.iter().map(String::as_str));
         self
     }
 
@@ -265,15 +266,7 @@ impl OutputBuild {
         let groups: Vec<String> = if !self.groups.is_empty() {
             self.groups.clone()
         } else {
-            env.var("QOLA_BUILD_GROUPS")?
-                .map(|v| {
-                    v.split([';', ','])
-                        .map(str::trim)
-                        .filter(|g| !g.is_empty())
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default()
+            group_list(env.var("QOLA_BUILD_GROUPS")?.as_deref())
         };
         groups_exist(&ctx.manifest, &groups)?;
         let mut selected = Vec::new();
@@ -368,7 +361,7 @@ impl OutputBuild {
         write_public_headers(
             &self.output_dir.join("include"),
             ctx.namespace.as_deref(),
-            detect_api_generation(&ctx.root)?,
+            &read_api(&ctx.root)?,
         )?;
         copy_configs(
             &ctx.root.join("aiter/configs"),
@@ -499,7 +492,20 @@ pub fn check_groups(prepare: &Prepare, groups: &[String]) -> Result<()> {
     let env = Env::new(&directives);
     let settings = prepare.settings(&env, &directives)?;
     let path = settings.manifest_path.ok_or(ManifestError::Missing)?;
-    groups_exist(&Manifest::from_path(&path)?, groups)
+    let groups = group_list(groups.iter().map(String::as_str));
+    groups_exist(&Manifest::from_path(&path)?, &groups)
+}
+
+/// Group names from lists as QoLA reads them (`"mha;gemm"`, `--group` or `QOLA_BUILD_GROUPS`:
+/// `;` or `,` between names).
+fn group_list<'a>(lists: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    lists
+        .into_iter()
+        .flat_map(|list| list.split([';', ',']))
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// `[qola] rocm_versions` against the compiler: `None` when the list is empty or the compiler's

@@ -60,6 +60,9 @@ pub struct ModuleRecipe {
     /// Code generator commands (a Python script and its arguments), `{}` standing for the
     /// output directory.
     pub blob_gen_cmd: Vec<String>,
+    /// The hsa kernels (subdirectories of `hsa/<arch>/`) whose configs the module's sources
+    /// include (see `needs`): what it embeds unless the manifest says.
+    pub hsa_kernels: Vec<String>,
 }
 
 /// An evaluated expression.
@@ -340,6 +343,7 @@ pub(crate) fn load(
             .map(PathBuf::from)
             .collect(),
         blob_gen_cmd: strings("blob_gen_cmd")?,
+        hsa_kernels: Vec::new(),
     })
 }
 
@@ -589,6 +593,7 @@ mod tests {
                 "/ck/01_fmha/generate.py -d fwd --receipt 600 --output_dir {}".into(),
                 "/ck/01_fmha/generate.py -d fwd_splitkv --receipt 600 --output_dir {}".into(),
             ],
+            hsa_kernels: vec![],
         };
         let module = crate::manifest::Module {
             name: "libmha_fwd".into(),

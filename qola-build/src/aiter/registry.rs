@@ -2,63 +2,108 @@
 //! C++ API (`cpp_api/` of this package, one folder per [`ApiGeneration`] of AITER's API), and
 //! which hsa code objects a module loads when the manifest does not say.
 
-use crate::aiter::api_generation::ApiGeneration;
+use crate::aiter::api_generation::{ApiGeneration, ForwardExtra, TreeApi};
 
 /// A file of qola's C++ API: its name and text.
-pub type ApiFile = (&'static str, &'static str);
+pub type ApiFile = (&'static str, String);
 
 /// The C++ API headers `qola build` writes into `<output-dir>/include` (with `qola_config.h`)
-/// for a tree of `generation`.
-pub fn public_headers(generation: ApiGeneration) -> [ApiFile; 3] {
-    let common = ("qola_common.h", include_str!("../../cpp_api/qola_common.h"));
-    match generation {
+/// for a tree whose API is `api`: for the struct generation, the forward extras the tree
+/// declares are declared too, under the tree's own conditions.
+pub fn public_headers(api: &TreeApi) -> [ApiFile; 3] {
+    let common = (
+        "qola_common.h",
+        include_str!("../../cpp_api/qola_common.h").to_string(),
+    );
+    match api.generation {
         ApiGeneration::Parameters => [
             common,
             (
                 "qola_mha_fwd.h",
-                include_str!("../../cpp_api/parameters/qola_mha_fwd.h"),
+                include_str!("../../cpp_api/parameters/qola_mha_fwd.h").to_string(),
             ),
             (
                 "qola_mha_bwd.h",
-                include_str!("../../cpp_api/parameters/qola_mha_bwd.h"),
+                include_str!("../../cpp_api/parameters/qola_mha_bwd.h").to_string(),
             ),
         ],
         ApiGeneration::Struct => [
             common,
             (
                 "qola_mha_fwd.h",
-                include_str!("../../cpp_api/struct/qola_mha_fwd.h"),
+                with_extras(
+                    include_str!("../../cpp_api/struct/qola_mha_fwd.h"),
+                    &api.forward_extras,
+                    |e| {
+                        format!(
+                            "QOLA_EXPORT {} {}(const aiter::mha_fwd_args& args);\n",
+                            e.returns, e.name
+                        )
+                    },
+                ),
             ),
             (
                 "qola_mha_bwd.h",
-                include_str!("../../cpp_api/struct/qola_mha_bwd.h"),
+                include_str!("../../cpp_api/struct/qola_mha_bwd.h").to_string(),
             ),
         ],
     }
 }
 
-/// A module's C++ API wrapper for a tree of `generation`, when qola has one.
-pub fn cpp_wrapper(module: &str, generation: ApiGeneration) -> Option<ApiFile> {
+/// A module's C++ API wrapper for a tree whose API is `api`, when qola has one.
+pub fn cpp_wrapper(module: &str, api: &TreeApi) -> Option<ApiFile> {
     use ApiGeneration::{Parameters, Struct};
-    Some(match (module, generation) {
+    Some(match (module, api.generation) {
         ("libmha_fwd", Parameters) => (
             "qola_mha_fwd.cpp",
-            include_str!("../../cpp_api/parameters/qola_mha_fwd.cpp"),
+            include_str!("../../cpp_api/parameters/qola_mha_fwd.cpp").to_string(),
         ),
         ("libmha_bwd", Parameters) => (
             "qola_mha_bwd.cpp",
-            include_str!("../../cpp_api/parameters/qola_mha_bwd.cpp"),
+            include_str!("../../cpp_api/parameters/qola_mha_bwd.cpp").to_string(),
         ),
         ("libmha_fwd", Struct) => (
             "qola_mha_fwd.cpp",
-            include_str!("../../cpp_api/struct/qola_mha_fwd.cpp"),
+            with_extras(
+                include_str!("../../cpp_api/struct/qola_mha_fwd.cpp"),
+                &api.forward_extras,
+                |e| {
+                    format!(
+                        "{} {}(const aiter::mha_fwd_args& args)\n{{\n    return ::aiter::{}(args);\n}}\n",
+                        e.returns, e.name, e.name
+                    )
+                },
+            ),
         ),
         ("libmha_bwd", Struct) => (
             "qola_mha_bwd.cpp",
-            include_str!("../../cpp_api/struct/qola_mha_bwd.cpp"),
+            include_str!("../../cpp_api/struct/qola_mha_bwd.cpp").to_string(),
         ),
         _ => return None,
     })
+}
+
+/// `text` (a file of qola's API ending in `QOLA_NS_END`) with `each` of `extras` before its
+/// end, each under its condition in the tree.
+fn with_extras(
+    text: &str,
+    extras: &[ForwardExtra],
+    each: impl Fn(&ForwardExtra) -> String,
+) -> String {
+    let end = text
+        .rfind("QOLA_NS_END")
+        .expect("qola's API files end their namespace");
+    let mut out = text[..end].to_string();
+    for extra in extras {
+        match &extra.condition {
+            Some(condition) => {
+                out.push_str(&format!("#if {condition}\n{}#endif\n\n", each(extra)));
+            }
+            None => out.push_str(&format!("{}\n", each(extra))),
+        }
+    }
+    out.push_str(&text[end..]);
+    out
 }
 
 /// The hsa subdirectories (of `hsa/<arch>/`) whose code objects a module loads at run time,

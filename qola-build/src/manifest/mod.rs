@@ -5,7 +5,8 @@
 //! aiter_commit = "05a0d1f060af14e789696479de71a2fc2fbaada9"
 //! aiter_url = "https://github.com/ROCm/aiter.git"   # new in qola; this is the default
 //! namespace = "te"               # libraries <ns>_<md_name>.so, C++ API qola::<ns>::
-//! patches_dir = "patches/aiter"  # relative to this file; absent: qola's own series
+//! patches_dir = "patches/aiter"  # relative to this file (or to the working directory where
+//!                                # only that exists, with a warning); absent: qola's own series
 //! rocm_versions = ["6"]          # informational: a warning when the HIP version differs
 //!
 //! [build]
@@ -14,7 +15,7 @@
 //!
 //! [[modules]]
 //! name = "libmha_fwd"            # an entry of AITER's aiter/jit/optCompilerConfig.json
-//! group = "mha"                  # `qola build --group` / QOLA_BUILD_GROUPS select groups
+//! group = "mha"                  # `qola build --group "a;b"` / QOLA_BUILD_GROUPS select groups
 //! mode = "cpp_itfs"
 //! receipt = 700                  # replaces `--receipt N` of the module's generators
 //! drop_srcs = ["mha_fwd_split.cu"]          # by file name
@@ -51,7 +52,8 @@ pub use problem::Problem;
 pub use variants::{Variant, VariantFilters};
 
 impl Manifest {
-    /// Reads and checks a manifest file; `patches_dir` becomes absolute (relative to the file).
+    /// Reads and checks a manifest file (`patches_dir` stays as written: preparation reads it
+    /// relative to the file, or to the working directory where only that exists).
     pub fn from_path(path: &Path) -> Result<Manifest, ManifestError> {
         let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
             path: path.to_path_buf(),
@@ -59,8 +61,6 @@ impl Manifest {
         })?;
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let mut manifest = Manifest::from_str_at(&text, &path)?;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        manifest.qola.patches_dir = manifest.qola.patches_dir.map(|p| dir.join(p));
         manifest.path = path;
         Ok(manifest)
     }

@@ -33,7 +33,8 @@ pub struct QolaTable {
     pub aiter_url: Option<String>,
     /// The namespace of the built libraries: file prefix `<ns>_`, C++ namespace `qola::<ns>::`.
     pub namespace: Option<String>,
-    /// The patch series directory, relative to the manifest file (made absolute on reading).
+    /// The patch series directory as written: relative to the manifest file, or to the working
+    /// directory where only that reading exists (QoLA's; a warning names both).
     pub patches_dir: Option<PathBuf>,
     /// ROCm versions the manifest was written for (`"6"`, `"6.4"`). Informational, as in QoLA:
     /// `qola build` warns when the compiler's HIP version starts with none of them, and fails

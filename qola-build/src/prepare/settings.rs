@@ -7,7 +7,7 @@ use crate::build_script::Directives;
 use crate::build_script::Env;
 use crate::manifest::Manifest;
 use crate::prepare::git::url::{clone_url, normalize_url};
-use crate::prepare::patch::SeriesSource;
+use crate::prepare::patch::{SeriesSource, locate};
 use crate::prepare::report::error::{PrepareError, Result};
 
 /// The upstream used when nothing names one.
@@ -169,14 +169,21 @@ impl Prepare {
         // A manifest without `patches_dir` gets qola's own series, as QoLA falls back to its own.
         let series = match &self.patches_dir {
             Some(dir) => SeriesSource::Dir(absolute(dir.clone())),
-            None => match env
-                .var_os("QOLA_PATCHES_DIR")
-                .map(PathBuf::from)
-                .or(manifest.qola.patches_dir.clone())
-            {
-                Some(dir) => SeriesSource::Dir(absolute(dir)),
-                None if manifest_path.is_some() => SeriesSource::Bundled,
-                None => SeriesSource::None,
+            None => match (env.var_os("QOLA_PATCHES_DIR"), &manifest.qola.patches_dir) {
+                (Some(dir), _) => SeriesSource::Dir(absolute(PathBuf::from(dir))),
+                (None, Some(written)) => {
+                    let manifest_file = absolute(manifest.path.clone());
+                    // A working directory that is gone has no reading of its own.
+                    let cwd = std::env::current_dir()
+                        .unwrap_or_else(|_| manifest_file.parent().unwrap_or(Path::new("/")).into());
+                    let (dir, warning) = locate(written, &manifest_file, &cwd)?;
+                    if let Some(warning) = warning {
+                        directives.warning(&warning);
+                    }
+                    SeriesSource::Dir(absolute(dir))
+                }
+                (None, None) if manifest_path.is_some() => SeriesSource::Bundled,
+                (None, None) => SeriesSource::None,
             },
         };
         let clone_url = clone_url(&url);
@@ -201,7 +208,8 @@ impl Prepare {
         };
         let force = match self.force {
             Some(force) => force,
-            None => env.flag("QOLA_FORCE_PREPARE")?,
+            // The name of the seed of TransformerEngine's QoLA integration, read as QoLA's.
+            None => env.flag("QOLA_FORCE_PREPARE")? || env.flag("QOLA_FORCE_AITER_CHECKOUT")?,
         };
         let offline = match self.offline {
             Some(offline) => offline,

@@ -10,6 +10,7 @@ mod bundled;
 #[cfg(test)]
 mod fuzz;
 mod hunks;
+mod location;
 mod model;
 mod parse;
 mod series;
@@ -20,5 +21,6 @@ pub(crate) use bundled::{spec_excluded, written_for};
 #[cfg(test)]
 pub(crate) use model::PatchFile;
 pub(crate) use model::Series;
+pub(crate) use location::locate;
 pub(crate) use parse::parse_patch;
 pub(crate) use series::{Applied, PristineTree, SeriesSource, apply_series, load_series};

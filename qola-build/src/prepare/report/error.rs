@@ -155,6 +155,20 @@ pub enum PrepareError {
         source: std::io::Error,
     },
 
+    /// A relative `patches_dir` names two directories with other patches: one relative to the
+    /// manifest (qola's reading), one relative to the working directory (QoLA's).
+    #[error("{}: patches_dir = \"{}\" names two different series: {} (relative to the manifest, as qola reads it) and {} (relative to the working directory, as QoLA reads it); write the one meant as an absolute path (or relative to the manifest), or remove the other", manifest.display(), written.display(), by_manifest.display(), by_cwd.display())]
+    PatchesDirAmbiguous {
+        /// The manifest.
+        manifest: PathBuf,
+        /// `patches_dir` as written.
+        written: PathBuf,
+        /// Read relative to the manifest.
+        by_manifest: PathBuf,
+        /// Read relative to the working directory.
+        by_cwd: PathBuf,
+    },
+
     /// A manifest without `patches_dir` (so qola's own series) pins an AITER commit that series
     /// is not written for.
     #[error("{}: AITER {commit} is not a commit qola's own patch series is written for ({}); a manifest without patches_dir gets that series, and qola cannot know it applies to another commit. Set [qola] patches_dir (or --patches-dir, QOLA_PATCHES_DIR) to a series written for {commit} (an empty directory applies none), or pin aiter_commit = \"{}\"", manifest.as_ref().map_or("qola".to_string(), |m| m.display().to_string()), written_for.join(", "), written_for.first().map_or("", |c| c.as_str()))]
@@ -315,6 +329,7 @@ impl PrepareError {
             | PrepareError::SkipWithoutCheckout { .. }
             | PrepareError::NotPrepared { .. } => ErrorKind::Checkout,
             PrepareError::PatchesDir { .. }
+            | PrepareError::PatchesDirAmbiguous { .. }
             | PrepareError::SeriesNotForCommit { .. }
             | PrepareError::NotAPatch { .. }
             | PrepareError::PatchSyntax { .. }

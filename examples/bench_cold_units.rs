@@ -7,8 +7,10 @@
 //! * each unit's wall and CPU seconds (this qola's log has them; the other's CPU comes from
 //!   `/usr/bin/time` as its compiler launcher, which changes nothing there: it never splits a
 //!   unit), by kind (CK forward / backward instance, pre/post kernel, API file);
-//! * the longest unit alone, two free cores (`jobs(2)`): split into its passes, and in one call
-//!   (the same qola with a launcher, which keeps a unit whole);
+//! * two units alone, two free cores (this qola's build again on a copy of its cache without
+//!   the unit's record): the longest unit, and the longest unit with no architecture in its
+//!   name (both device passes live), as this qola compiles them and in one call (the same qola
+//!   with a launcher, which keeps a unit whole);
 //! * a projection for receipt 700 (`gfx942;gfx950`): the unit counts of `BENCHMARKS.md` times
 //!   each kind's mean CPU seconds.
 //!
@@ -24,7 +26,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use qola_build::aiter::{AiterModuleSpec, prepare_module};
 use qola_tests::{NARROW_BWD_FILTER, NARROW_FWD_FILTER};
 
 const ARCHS: &str = "gfx942;gfx950";
@@ -65,11 +66,46 @@ struct Run {
     units: Vec<UnitTime>,
 }
 
-/// `qola build` of the narrow modules with `qola` into `work/<name>` on an empty cache.
-fn build(qola: &Path, name: &str, work: &Path, sid: &Path, root: &Path, timed: bool) -> Run {
+/// How a build is run.
+#[derive(Clone, Copy)]
+enum How<'a> {
+    /// On an empty cache; `timed`: each compile under `/usr/bin/time` (the other qola's CPU
+    /// seconds per unit).
+    Cold { timed: bool },
+    /// On a copy of the cache `seed` without the record of the unit `unit` (so only it
+    /// compiles, with both cores free), in one call (`one_call`: a launcher keeps a unit
+    /// whole) or as this qola compiles it.
+    Alone {
+        seed: &'a Path,
+        unit: &'a str,
+        one_call: bool,
+    },
+}
+
+/// `qola build` of the narrow modules with `qola` into `work/<name>`.
+fn build(qola: &Path, name: &str, work: &Path, sid: &Path, root: &Path, how: How) -> Run {
     let out = work.join(name);
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
+    if let How::Alone { seed, unit, .. } = how {
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(seed)
+            .arg(out.join("cache"))
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let records = out.join("cache/hip/units");
+        let mut removed = 0;
+        for entry in std::fs::read_dir(&records).unwrap().flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            if text.contains(&format!("/{unit}\",")) {
+                std::fs::remove_file(entry.path()).unwrap();
+                removed += 1;
+            }
+        }
+        assert_eq!(removed, 1, "one record of {unit} in {}", records.display());
+    }
     let times = out.join("times.txt");
     let mut command = Command::new(qola);
     command
@@ -86,11 +122,15 @@ fn build(qola: &Path, name: &str, work: &Path, sid: &Path, root: &Path, timed: b
         .env("QOLA_CK_FILTER_LIBMHA_BWD", NARROW_BWD_FILTER)
         .env("NUM_JOBS", "2")
         .env_remove("QOLA_COMPILER_LAUNCHER");
+    let timed = matches!(how, How::Cold { timed: true });
     if timed {
         command.env(
             "QOLA_COMPILER_LAUNCHER",
             format!("/usr/bin/time -a -o {} -f %U,%S,%e,%C", times.display()),
         );
+    }
+    if let How::Alone { one_call: true, .. } = how {
+        command.env("QOLA_COMPILER_LAUNCHER", "env");
     }
     let (cpu, start) = (children_cpu(), Instant::now());
     let output = command.output().unwrap();
@@ -216,8 +256,8 @@ fn main() {
         String::from_utf8_lossy(&prepared.stderr)
     );
 
-    let other = build(baseline, "other", &work, &sid, &root, true);
-    let this = build(qola, "this", &work, &sid, &root, false);
+    let other = build(baseline, "other", &work, &sid, &root, How::Cold { timed: true });
+    let this = build(qola, "this", &work, &sid, &root, How::Cold { timed: false });
     println!("narrow forward + backward, {ARCHS}, sid toolchain, 2 jobs, each on an empty cache\n");
     println!("| build | units | CPU s (children) | wall s |");
     println!("|---|---|---|---|");
@@ -269,88 +309,38 @@ fn main() {
         total_this / total_other
     );
 
-    // The longest unit alone, two free cores: split, and in one call.
-    let longest = other
-        .units
-        .iter()
-        .chain(&this.units)
-        .max_by(|a, b| a.wall.total_cmp(&b.wall))
-        .unwrap()
-        .name
-        .clone();
-    let alone = |one_call: bool| -> f64 {
-        let dir = work.join(if one_call {
-            "alone-one-call"
-        } else {
-            "alone-split"
-        });
-        let _ = std::fs::remove_dir_all(&dir);
-        // The compiler's answers this qola's build already has (architectures, flags, the
-        // proofs for dead passes): the unit's own passes are what is measured.
-        let probes = work.join("this/cache/probes");
-        std::fs::create_dir_all(dir.join("cache/probes")).unwrap();
-        for entry in std::fs::read_dir(&probes).unwrap().flatten() {
-            std::fs::copy(
-                entry.path(),
-                dir.join("cache/probes").join(entry.file_name()),
-            )
-            .unwrap();
-        }
-        let text = format!(
-            "[[modules]]\nname = \"{}\"\nreceipt = 700\n",
-            if longest.starts_with("fmha_fwd") {
-                "libmha_fwd"
-            } else {
-                "libmha_bwd"
-            }
-        );
-        let manifest = qola_build::Manifest::from_str_at(&text, Path::new("bench.toml")).unwrap();
-        let archs: Vec<String> = ARCHS.split(';').map(String::from).collect();
-        let filter = if longest.starts_with("fmha_fwd") {
-            NARROW_FWD_FILTER
-        } else {
-            NARROW_BWD_FILTER
-        };
-        let mut module = prepare_module(&AiterModuleSpec {
-            root: &root,
-            module: &manifest.modules[0],
-            archs: &archs,
-            gen_dir: &dir.join("gen"),
-            cache: &dir.join("cache"),
-            ck_filter: Some(filter),
-            variants: &Default::default(),
-            compiler: Some(&sid),
-            cargo_metadata: false,
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
-        module
-            .sources
-            .retain(|s| s.file_name().unwrap().to_string_lossy() == longest);
-        let mut build = module.hip_build();
-        build
-            .arch("gfx942")
-            .arch("gfx950")
-            .jobs(2)
-            .cache_dir(dir.join("cache"))
-            .out_dir(dir.join("out"))
-            .cargo_metadata(false);
-        if one_call {
-            build.launcher("env");
-        }
-        let start = Instant::now();
-        let report = build.try_compile("alone").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(report.compiled(), 1);
-        println!(
-            "  {}: {}",
-            if one_call { "one call" } else { "split" },
-            report.units[0].passes
-        );
-        start.elapsed().as_secs_f64()
+    // Units alone, two free cores: as this qola compiles them, and in one call. The longest
+    // unit, and the longest unit compiled for both architectures (a source without an
+    // architecture suffix: no dead pass, two live device passes).
+    let longest = |units: &[UnitTime], two_live: bool| -> String {
+        units
+            .iter()
+            .filter(|u| !two_live || !(u.name.ends_with("_gfx9.cpp") || u.name.ends_with("_gfx950.cpp")))
+            .max_by(|a, b| a.wall.total_cmp(&b.wall))
+            .unwrap()
+            .name
+            .clone()
     };
-    println!("\nthe longest unit, {longest}, alone with two free cores:");
-    let (split, one) = (alone(false), alone(true));
-    println!(
-        "| how | wall s |\n|---|---|\n| one call | {one:.1} |\n| split | {split:.1} (ratio {:.3}) |",
-        split / one
-    );
+    let seed = work.join("this/cache");
+    println!("\n| unit alone, two free cores | one call, s | this qola, s | ratio |");
+    println!("|---|---|---|---|");
+    for unit in [longest(&this.units, false), longest(&this.units, true)] {
+        let seconds = |one_call: bool| {
+            let name = if one_call { "alone-one-call" } else { "alone-this" };
+            let how = How::Alone {
+                seed: &seed,
+                unit: &unit,
+                one_call,
+            };
+            let run = build(qola, name, &work, &sid, &root, how);
+            assert_eq!(run.units.len(), 1, "{name}: only {unit} compiles");
+            run.units[0].wall
+        };
+        let (one, split) = (seconds(true), seconds(false));
+        println!(
+            "| {unit} ({}) | {one:.1} | {split:.1} | {:.3} |",
+            kind(&unit),
+            split / one
+        );
+    }
 }

@@ -256,7 +256,14 @@ fn main() {
         String::from_utf8_lossy(&prepared.stderr)
     );
 
-    let other = build(baseline, "other", &work, &sid, &root, How::Cold { timed: true });
+    let other = build(
+        baseline,
+        "other",
+        &work,
+        &sid,
+        &root,
+        How::Cold { timed: true },
+    );
     let this = build(qola, "this", &work, &sid, &root, How::Cold { timed: false });
     println!("narrow forward + backward, {ARCHS}, sid toolchain, 2 jobs, each on an empty cache\n");
     println!("| build | units | CPU s (children) | wall s |");
@@ -315,7 +322,9 @@ fn main() {
     let longest = |units: &[UnitTime], two_live: bool| -> String {
         units
             .iter()
-            .filter(|u| !two_live || !(u.name.ends_with("_gfx9.cpp") || u.name.ends_with("_gfx950.cpp")))
+            .filter(|u| {
+                !two_live || !(u.name.ends_with("_gfx9.cpp") || u.name.ends_with("_gfx950.cpp"))
+            })
             .max_by(|a, b| a.wall.total_cmp(&b.wall))
             .unwrap()
             .name
@@ -326,7 +335,11 @@ fn main() {
     println!("|---|---|---|---|");
     for unit in [longest(&this.units, false), longest(&this.units, true)] {
         let seconds = |one_call: bool| {
-            let name = if one_call { "alone-one-call" } else { "alone-this" };
+            let name = if one_call {
+                "alone-one-call"
+            } else {
+                "alone-this"
+            };
             let how = How::Alone {
                 seed: &seed,
                 unit: &unit,

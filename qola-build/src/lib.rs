@@ -83,6 +83,7 @@
 //! | `HIPCC`, `ROCM_PATH`, `HIP_PATH`, `PATH` | [`HipBuild`]: find the HIP compiler |
 //! | `QOLA_GPU_ARCHS`, `GPU_ARCHS` | [`HipBuild`]: GPU architectures (`native` = this machine's); `QOLA_GPU_ARCHS` over the manifest's, which are over `GPU_ARCHS` (QoLA's order) |
 //! | `QOLA_BUILD_GROUPS`, `QOLA_PREBUILT_DIR_<GROUP>`, `QOLA_AITER_SOURCE_DIR` | [`OutputBuild`] (`qola build`): groups to build, a group's prebuilt libraries, a tree to build as it is |
+//! | `QOLA_TIMINGS=1` | [`HipBuild`] (`qola build --timings`): write the timings report of a build that compiles (HTML and Chrome trace next to the log) |
 //! | `QOLA_COMPILER_LAUNCHER` | [`HipBuild`]: wraps every compile (`ccache`, `sccache`); `sccache` with a `[dist]` config compiles on an sccache-dist farm |
 //! | `SCCACHE_CONF`, `HOME` | [`HipBuild`] with `sccache`: sccache's config (default `$HOME/.config/sccache/config`), read for its `[dist]` section |
 //! | `QOLA_FARM_ROOT`, `QOLA_FARM_DRIVER` | [`HipBuild`] on a compile farm with a sandboxed toolchain: its root, and a command on this machine that runs its clang driver |
@@ -125,8 +126,8 @@ mod prepare;
 pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuild};
 pub use compile::toolchain::HipToolchain;
 pub use compile::{
-    BuildStats, CacheUsage, CompilePlan, CompileReport, FarmReport, HipBuild, LauncherHits,
-    PlannedUnit, UnitReport,
+    BuildStats, CacheUsage, CompilePlan, CompileReport, FarmReport, GroupUsage, HipBuild,
+    LauncherHits, PlannedUnit, UnitReport,
 };
 pub use error::{
     AiterError, CompileError, EnvError, Error, ErrorKind, IoError, ManifestError, NoCacheDir,

@@ -224,5 +224,8 @@ fn a_source_the_tree_lacks_is_refused_naming_it() {
         error.contains("srcs") && error.contains("py_itfs_cu/asm_fmha_fwd_with_sink.cu"),
         "{error}"
     );
-    assert!(!tmp.path().join("gen/libmha_fwd").exists(), "nothing generated");
+    assert!(
+        !tmp.path().join("gen/libmha_fwd").exists(),
+        "nothing generated"
+    );
 }

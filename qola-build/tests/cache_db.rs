@@ -496,3 +496,25 @@ fn a_build_stopped_holding_the_cache_lock_is_named_and_statistics_never_wait_for
     let first = stopped.wait_with_output().unwrap();
     assert_eq!(child_compiled(&first), 3);
 }
+
+/// `qola cache` for people: what the objects are for, per library and per compiler, each with
+/// its objects, size and last use.
+#[test]
+fn the_cache_says_what_its_objects_are_for_per_library_and_per_compiler() {
+    let s = setup();
+    s.compile("one");
+    let mut two = s.build("two");
+    two.define("TWO", None).try_compile("two").unwrap();
+    let usage = qola_build::object_cache_usage(Some(&s.cache())).unwrap();
+    let libraries: Vec<(&str, usize)> = usage
+        .libraries
+        .iter()
+        .map(|g| (g.name.as_str(), g.objects))
+        .collect();
+    assert_eq!(libraries, [("demo", 3), ("two", 3)]);
+    assert_eq!(usage.compilers.len(), 1, "{:?}", usage.compilers);
+    let compiler = &usage.compilers[0];
+    assert_eq!(compiler.objects, 6);
+    assert_eq!(compiler.bytes, usage.bytes);
+    assert!(compiler.last_used.ends_with('Z'), "{compiler:?}");
+}

@@ -469,7 +469,11 @@ fn qolas_cmake_module_sets_qolas_variables_and_a_failure_says_what_qola_said() {
     };
     let ok = configure("mha");
     let said = String::from_utf8_lossy(&ok.stdout);
-    assert!(ok.status.success(), "{said}{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let canonical = |p: &Path| p.canonicalize().unwrap().display().to_string();
     assert!(
         said.contains(&format!("cmake dir: {}", canonical(&module.join("cmake"))))
@@ -577,6 +581,8 @@ fn cache_says_what_it_holds_and_clears_it() {
     let v = json(&out);
     assert_eq!(v["objects"], 0);
     assert!(v["max_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(v["libraries"], serde_json::json!([]));
+    assert_eq!(v["compilers"], serde_json::json!([]));
     assert!(
         v["dir"]
             .as_str()

@@ -192,10 +192,38 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
     let Some((real, hipcc, tmp, out)) = start("two namespaces") else {
         return;
     };
-    let one = qola_build(&hipcc, &manifest(tmp.path(), &real, "te", ""), &out);
+    // The timings report, asked for by `--timings`, then by QOLA_TIMINGS=1.
+    let one = qola(
+        "build",
+        &hipcc,
+        &manifest(tmp.path(), &real, "te", ""),
+        &out,
+    )
+    .arg("--timings")
+    .output()
+    .unwrap();
     assert!(one.status.success(), "{}", stderr(&one));
-    let two = qola_build(&hipcc, &manifest(tmp.path(), &real, "other", ""), &out);
+    let two = qola(
+        "build",
+        &hipcc,
+        &manifest(tmp.path(), &real, "other", ""),
+        &out,
+    )
+    .env("QOLA_TIMINGS", "1")
+    .output()
+    .unwrap();
     assert!(two.status.success(), "{}", stderr(&two));
+    for (run, library) in [(&one, "te_libmha_fwd"), (&two, "other_libmha_fwd")] {
+        let page = out
+            .join("_qola/build")
+            .join(library)
+            .join(format!("qola-timings-{library}.html"));
+        assert!(
+            page.is_file() && stderr(run).contains(&format!("timings: {}", page.display())),
+            "{}",
+            stderr(run)
+        );
+    }
     let recompiled = compiled(&two);
     assert!(
         recompiled.iter().all(|s| s == "qola_mha_fwd.cpp"),

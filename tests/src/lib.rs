@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod browser;
 mod demo;
 mod farm;
 mod hip;
@@ -21,12 +22,13 @@ mod phase;
 mod real;
 mod team;
 
+pub use browser::{rendered_dom, screenshot};
 pub use demo::{DEMO_KERNEL, DEMO_PATCHES, Demo, code_object as demo_code_object};
 pub use farm::LoopbackFarm;
 pub use hip::HipProject;
 pub use phase::{resume, wait_until_stopped};
 pub use real::{RealAiter, real_aiter};
-pub use team::{RedisServer, copy_tracked, tool};
+pub use team::{HttpCache, RedisServer, copy_tracked, tool};
 
 /// A narrow AITER forward for gfx942 (CK's `--filter`): 4 CK instances, bf16, head dim 128,
 /// batch mode, LSE, with and without the causal mask.

@@ -57,6 +57,118 @@ impl Drop for RedisServer {
     }
 }
 
+/// nginx on 127.0.0.1 serving a WebDAV directory (`PUT`, `DELETE`, paths made as needed): the
+/// HTTP remote storage ccache speaks (`remote_storage = http://…`). Its files, logs and
+/// temporary directories are under the directory given; stopped on drop (or by [`stop`]).
+///
+/// [`stop`]: HttpCache::stop
+pub struct HttpCache {
+    child: Option<Child>,
+    /// Its port.
+    pub port: u16,
+    /// The directory it serves (`<dir>/www`; the cache is `<dir>/www/cache`).
+    pub www: PathBuf,
+    /// Its access log: one line per request, with the method.
+    pub access_log: PathBuf,
+}
+
+impl HttpCache {
+    /// Starts `nginx` (the binary) with its configuration, files and logs under `dir`, and
+    /// waits until it accepts connections.
+    pub fn start(nginx: &Path, dir: &Path) -> HttpCache {
+        let www = dir.join("www");
+        std::fs::create_dir_all(www.join("cache")).unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free local port")
+            .port();
+        let access_log = dir.join("access.log");
+        let d = dir.display();
+        // As root, workers run as root too (they write the cache); as another user the
+        // directive is ignored and they run as that user.
+        let config = format!(
+            "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {};\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  server {{\n    listen 127.0.0.1:{port};\n    root {};\n    location /cache/ {{\n      dav_methods PUT DELETE;\n      create_full_put_path on;\n      client_max_body_size 0;\n    }}\n  }}\n}}\n",
+            access_log.display(),
+            www.display()
+        );
+        let conf = dir.join("nginx.conf");
+        std::fs::write(&conf, config).unwrap();
+        let child = Command::new(nginx)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .arg("-c")
+            .arg(&conf)
+            .arg("-p")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", nginx.display()));
+        let server = HttpCache {
+            child: Some(child),
+            port,
+            www,
+            access_log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "nginx did not start on {port}: {}",
+                std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// The URL ccache's `remote_storage` takes.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/cache", self.port)
+    }
+
+    /// The files the cache holds.
+    pub fn files(&self) -> usize {
+        fn count(dir: &Path) -> usize {
+            std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| match e.path().is_dir() {
+                    true => count(&e.path()),
+                    false => 1,
+                })
+                .sum()
+        }
+        count(&self.www.join("cache"))
+    }
+
+    /// The requests of its access log with the method `method` (`PUT`).
+    pub fn requests(&self, method: &str) -> usize {
+        std::fs::read_to_string(&self.access_log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&format!("\"{method} ")))
+            .count()
+    }
+
+    /// Stops the server (the port then refuses connections).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGQUIT: nginx's graceful stop, master and workers.
+            // SAFETY: a plain kill(2) of our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGQUIT) };
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for HttpCache {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Copies the files of `repo`'s working tree that git tracks or would track (untracked files
 /// it does not ignore) to `dest`.
 pub fn copy_tracked(repo: &Path, dest: &Path) {

@@ -48,6 +48,7 @@ pub struct OutputBuild {
     ck_filter: Option<String>,
     skip_checkout: bool,
     verbose: bool,
+    timings: Option<bool>,
     require_rocm: bool,
 }
 
@@ -158,6 +159,7 @@ impl OutputBuild {
             ck_filter: None,
             skip_checkout: false,
             verbose: false,
+            timings: None,
             require_rocm: false,
         }
     }
@@ -197,6 +199,13 @@ impl OutputBuild {
     /// Shows each compile command on the terminal (`-v`).
     pub fn verbose(&mut self, verbose: bool) -> &mut OutputBuild {
         self.verbose = verbose;
+        self
+    }
+
+    /// Write each compiling library's timings report (`--timings`; see
+    /// [`crate::HipBuild::timings`]), over `QOLA_TIMINGS`.
+    pub fn timings(&mut self, on: bool) -> &mut OutputBuild {
+        self.timings = Some(on);
         self
     }
 
@@ -429,6 +438,9 @@ impl OutputBuild {
                 "qola build: {}: qola has no C++ API wrapper for {}; the library exports AITER's own default-visibility symbols",
                 s.md_name, s.module.name
             );
+        }
+        if let Some(on) = self.timings {
+            lib.build.timings(on);
         }
         let report = lib
             .build

@@ -27,7 +27,7 @@ use crate::compile::stage::{Scratch, Staged};
 use crate::compile::{HipBuild, link};
 
 /// What running the jobs gave.
-pub(super) struct Ran {
+pub(crate) struct Ran {
     /// One per job.
     pub outcomes: Vec<jobs::Outcome>,
     /// What the launcher answered (its cache, the farm), when it reports it.
@@ -176,7 +176,10 @@ pub(super) fn store(
 ) -> Result<()> {
     // A launcher's cache answer is not a compile: its peak says nothing about the unit's.
     let record_peaks = resolved.launcher.peaks_count(&ran.answered);
-    let compiled_for = resolved.out_dir.display().to_string();
+    let origin = crate::compile::cache::Origin {
+        out_dir: resolved.out_dir.display().to_string(),
+        compiler: resolved.toolchain.version(),
+    };
     let scratch_dir = objects.compile_tmpdir()?;
     let scratch_dir = scratch_dir.parent().unwrap_or(&scratch_dir).to_path_buf();
     for scratch in &staged.scratch {
@@ -224,7 +227,7 @@ pub(super) fn store(
                 peak: peak.filter(|_| record_peaks),
                 seconds: elapsed.as_secs_f64(),
             },
-            &compiled_for,
+            &origin,
         )?;
         let report = &mut staged.reports[scratch.unit];
         report.object = objects.object_path(&key);
@@ -364,6 +367,7 @@ pub(super) fn finish_log(
     report: &CompileReport,
     log_units: Vec<(PathBuf, String)>,
     to_terminal: bool,
+    timings: Option<(PathBuf, Duration)>,
 ) -> Result<()> {
     let progress = match progress {
         Some(progress) => progress,
@@ -381,12 +385,33 @@ pub(super) fn finish_log(
     let reused: Vec<usize> = (0..report.units.len())
         .filter(|i| !report.units[*i].compiled)
         .collect();
-    progress.finish(&reused, &summary)?;
+    let timings = timings.map(|(path, took)| {
+        format!(
+            "timings: {} (written in {:.1} ms)",
+            path.display(),
+            took.as_secs_f64() * 1e3
+        )
+    });
+    progress.finish(&reused, &summary, timings.as_deref())?;
+    let remote_down = report.launcher_hits.filter(|h| h.remote_errors > 0).map(|h| {
+        format!(
+            "{}'s remote storage did not answer {} request{} of this build: those compiles ran here; check the server (ccache's remote_storage)",
+            h.launcher,
+            h.remote_errors,
+            if h.remote_errors == 1 { "" } else { "s" }
+        )
+    });
     if report.compiled() > 0 {
-        if to_terminal {
-            eprintln!("qola: {summary}");
-        } else {
-            directives.warning(&summary);
+        let said = |line: &str| match to_terminal {
+            true => eprintln!("qola: {line}"),
+            false => directives.warning(line),
+        };
+        said(&summary);
+        if let Some(line) = &timings {
+            said(line);
+        }
+        if let Some(line) = &remote_down {
+            directives.warning(line);
         }
     }
     Ok(())

@@ -45,11 +45,12 @@ mod resolve;
 mod roots;
 mod run;
 mod stage;
+mod timings;
 pub(crate) mod toolchain;
 
 use std::path::{Path, PathBuf};
 
-pub use cache::{BuildStats, CacheUsage};
+pub use cache::{BuildStats, CacheUsage, GroupUsage};
 pub use error::CompileError;
 pub use launcher::LauncherHits;
 pub use launcher::farm::FarmReport;
@@ -89,6 +90,7 @@ pub struct HipBuild {
     memory_per_job: Option<u64>,
     max_cache_size: Option<u64>,
     host_pch: bool,
+    timings: Option<bool>,
     cargo_metadata: bool,
 }
 
@@ -121,6 +123,7 @@ impl HipBuild {
             memory_per_job: None,
             max_cache_size: None,
             host_pch: false,
+            timings: None,
             cargo_metadata: true,
         }
     }
@@ -261,6 +264,14 @@ impl HipBuild {
     /// Off by default; AITER's modules turn it on.
     pub fn precompile_shared_includes(&mut self, on: bool) -> &mut HipBuild {
         self.host_pch = on;
+        self
+    }
+
+    /// Write the timings report of a build that compiles (see `timings`): an HTML page and a
+    /// Chrome trace next to the log, their path said at the end of the build. Over
+    /// `QOLA_TIMINGS=1`; off by default.
+    pub fn timings(&mut self, on: bool) -> &mut HipBuild {
+        self.timings = Some(on);
         self
     }
 

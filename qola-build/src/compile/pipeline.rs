@@ -28,7 +28,7 @@ use crate::compile::report::{CompilePlan, CompileReport, PlannedUnit};
 use crate::compile::resolve::{Resolved, full_path};
 use crate::compile::run::{memory, progress};
 use crate::compile::stage::{self, Staged};
-use crate::compile::{HipBuild, execute, link};
+use crate::compile::{HipBuild, execute, link, timings};
 
 impl HipBuild {
     /// The units' jobs: their passes worked out first when the build splits them (see
@@ -134,11 +134,73 @@ impl HipBuild {
                 reason: format!(
                     "{capacity} at once: the compile farm's capacity ({servers} build servers, {cpus} CPUs; sccache --dist-status)"
                 ),
+                memory: None,
             };
         }
         let measured: Vec<Option<u64>> = to_compile.iter().map(|id| objects.peak(id)).collect();
         let estimate = memory::Estimate::choose(r.env_memory, &measured, self.memory_per_job);
         memory::decide(r.limit, &r.limit_source, estimate, memory::available())
+    }
+
+    /// Writes the timings report of `name`'s build (when asked for; see `timings`): its path and
+    /// how long writing it took. A report that cannot be written is a warning, never a failed
+    /// build.
+    #[allow(clippy::too_many_arguments)]
+    fn write_timings(
+        &self,
+        r: &Resolved,
+        name: &str,
+        units: &[Unit],
+        staged: &Staged,
+        ran: &execute::Ran,
+        parallelism: &memory::Parallelism,
+        (summary, wall): (String, std::time::Duration),
+        start: Instant,
+        objects: &ObjectCache,
+    ) -> Option<(PathBuf, std::time::Duration)> {
+        if !r.timings {
+            return None;
+        }
+        let began = Instant::now();
+        let launcher = match objects.compile_tmpdir() {
+            Ok(tmpdir) => r.launcher.unit_answers(&stage::launcher_log(&tmpdir)),
+            Err(_) => Default::default(),
+        };
+        let names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
+        let timeline = timings::collect::timeline(
+            timings::Inputs {
+                library: name,
+                summary,
+                wall: wall.as_secs_f64(),
+                jobs: parallelism.jobs,
+                jobs_reason: &parallelism.reason,
+                memory: parallelism.memory,
+                units: Vec::new(),
+                spans: Vec::new(),
+            },
+            &staged.reports,
+            &names,
+            &timings::collect::Jobs {
+                labels: &staged.labels,
+                after: &staged.after,
+                outcomes: &ran.outcomes,
+                start,
+            },
+            &timings::collect::Answers {
+                launcher: &launcher,
+                distributed: r.launcher.distributes(),
+            },
+        );
+        match timeline.write(&r.out_dir) {
+            Ok(path) => Some((path, began.elapsed())),
+            Err(e) => {
+                Directives::new(self.cargo_metadata).warning(&format!(
+                    "cannot write the timings report in {}: {e}",
+                    r.out_dir.display()
+                ));
+                None
+            }
+        }
     }
 
     /// Every command [`HipBuild::try_compile`] would run for `lib<name>.a`, with each unit's
@@ -265,14 +327,36 @@ impl HipBuild {
             )?;
         }
         if let Some(failed) = ran.outcomes.iter().find(|o| o.failure.is_some()) {
+            let source = staged
+                .reports
+                .get(failed.unit)
+                .map(|u| u.source.display().to_string());
+            let summary = format!(
+                "qola's compile of {} failed after {:.1}s",
+                source.unwrap_or_else(|| "a precompiled header".to_string()),
+                start.elapsed().as_secs_f64()
+            );
+            let timings = self.write_timings(
+                &resolved,
+                name,
+                &units,
+                &staged,
+                &ran,
+                &parallelism,
+                (summary, start.elapsed()),
+                start,
+                &objects,
+            );
+            if let Some((path, _)) = timings {
+                directives.warning(&format!("timings of the failed build: {}", path.display()));
+            }
             execute::remove_scratch(&staged.scratch);
             return Err(execute::failed_compile(&resolved, &staged, failed)?);
         }
         execute::store(&mut objects, name, &units, &mut staged, &ran, &resolved)?;
-        let reports = staged.reports;
-        let linked = execute::link_library(self, &resolved, name, &reports)?;
-        execute::watch_inputs(&directives, &reports, &resolved.out_dir);
-        let compiled = reports.iter().filter(|u| u.compiled).count();
+        let linked = execute::link_library(self, &resolved, name, &staged.reports)?;
+        execute::watch_inputs(&directives, &staged.reports, &resolved.out_dir);
+        let compiled = staged.reports.iter().filter(|u| u.compiled).count();
         let evicted = if compiled > 0 {
             objects.evict(resolved.max_cache_size)?.objects
         } else {
@@ -283,11 +367,11 @@ impl HipBuild {
             at: utc_timestamp(unix_now()),
             library: name.to_string(),
             out_dir: resolved.out_dir.display().to_string(),
-            hits: reports.len() - compiled,
+            hits: staged.reports.len() - compiled,
             misses: compiled,
         });
-        let report = CompileReport {
-            units: reports,
+        let mut report = CompileReport {
+            units: std::mem::take(&mut staged.reports),
             library: linked.library,
             library_written: linked.written,
             archs: resolved.archs.clone(),
@@ -295,7 +379,7 @@ impl HipBuild {
             log,
             elapsed: start.elapsed(),
             jobs: parallelism.jobs,
-            jobs_reason: parallelism.reason,
+            jobs_reason: parallelism.reason.clone(),
             launcher_hits: ran.answered.hits,
             farm: ran.answered.farm,
             farm_down: match resolved.launcher.farm() {
@@ -304,8 +388,35 @@ impl HipBuild {
             },
             evicted,
         };
+        let timings = match compiled {
+            0 => None,
+            _ => {
+                let summary = report.summary();
+                staged.reports = std::mem::take(&mut report.units);
+                let written = self.write_timings(
+                    &resolved,
+                    name,
+                    &units,
+                    &staged,
+                    &ran,
+                    &parallelism,
+                    (summary, report.elapsed),
+                    start,
+                    &objects,
+                );
+                report.units = std::mem::take(&mut staged.reports);
+                written
+            }
+        };
         let echo_summary = !self.cargo_metadata && self.terminal.is_some();
-        execute::finish_log(&directives, ran.progress, &report, log_units, echo_summary)?;
+        execute::finish_log(
+            &directives,
+            ran.progress,
+            &report,
+            log_units,
+            echo_summary,
+            timings,
+        )?;
         Ok(report)
     }
 }

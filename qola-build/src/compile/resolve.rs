@@ -38,6 +38,8 @@ pub(crate) struct Resolved {
     pub hooks: Hooks,
     /// Whether units sharing their includes get a precompiled header for their host passes.
     pub host_pch: bool,
+    /// Whether a build that compiles writes its timings report (`QOLA_TIMINGS`).
+    pub timings: bool,
 }
 
 impl Resolved {
@@ -132,6 +134,10 @@ impl Resolved {
             max_cache_size,
             hooks: Hooks::from_env(|name| env.var(name).ok().flatten()),
             host_pch: build.host_pch,
+            timings: match build.timings {
+                Some(on) => on,
+                None => env.flag("QOLA_TIMINGS")?,
+            },
         })
     }
 

@@ -39,6 +39,11 @@ pub(super) struct Staged {
     pub commands: Vec<Vec<String>>,
     /// Whether a job ends its unit (its last one).
     pub ends_unit: Vec<bool>,
+    /// The jobs each job waits for.
+    pub after: Vec<Vec<usize>>,
+    /// What each job is, in words (`one call`, `device gfx942`, `bundle`, `host`,
+    /// `precompiled header`): the timings report's labels.
+    pub labels: Vec<String>,
     /// One per compiled unit.
     pub scratch: Vec<Scratch>,
     /// The precompiled headers and their jobs.
@@ -59,12 +64,18 @@ pub(super) fn stage(
         // Compilers' temporary files go to the build's scratch, removed when it ends.
         let tmpdir = objects.compile_tmpdir()?;
         env.push(("TMPDIR".to_string(), tmpdir.display().to_string()));
+        // Where the launcher answered each compile from, for the timings report.
+        if let (true, Some(var)) = (resolved.timings, resolved.launcher.unit_log_var()) {
+            env.push((var.to_string(), launcher_log(&tmpdir).display().to_string()));
+        }
     }
     let mut staged = Staged {
         reports: Vec::new(),
         jobs: Vec::new(),
         commands: Vec::new(),
         ends_unit: Vec::new(),
+        after: Vec::new(),
+        labels: Vec::new(),
         scratch: Vec::new(),
         pchs: Vec::new(),
     };
@@ -77,6 +88,7 @@ pub(super) fn stage(
                 &env,
             ),
             false,
+            "precompiled header",
         );
         staged.pchs.push((pch.clone(), job));
     }
@@ -133,10 +145,12 @@ pub(super) fn stage(
 }
 
 impl Staged {
-    /// Adds `job` (ending its unit, or not); returns its index.
-    fn push(&mut self, job: Job, ends_unit: bool) -> usize {
+    /// Adds `job` (ending its unit, or not; what it is: `label`); returns its index.
+    fn push(&mut self, job: Job, ends_unit: bool, label: &str) -> usize {
         self.commands.push(job.argv.clone());
         self.ends_unit.push(ends_unit);
+        self.labels.push(label.to_string());
+        self.after.push(job.after.clone());
         self.jobs.push(job);
         self.jobs.len() - 1
     }
@@ -158,7 +172,11 @@ fn stage_unit(
     let single = resolved.compile_command(&unit.source, &object, &depfile, &cuid);
     let cwd = resolved.roots.dir();
     let Some((split, layout)) = split else {
-        let job = staged.push(Job::command(index, single.clone(), cwd, env), true);
+        let job = staged.push(
+            Job::command(index, single.clone(), cwd, env),
+            true,
+            "one call",
+        );
         return Ok(Scratch {
             unit: index,
             object,
@@ -199,7 +217,11 @@ fn stage_unit(
             "-c".to_string(),
             if live { source.clone() } else { name(&empty) },
         ]);
-        let job = staged.push(Job::command(index, argv, cwd, env), false);
+        let label = match live {
+            true => format!("device {arch}"),
+            false => format!("empty device {arch}"),
+        };
+        let job = staged.push(Job::command(index, argv, cwd, env), false, &label);
         scratch.jobs.push(job);
         code_objects.push((arch.clone(), code_object.clone()));
         scratch.other.push(code_object);
@@ -222,7 +244,7 @@ fn stage_unit(
                 .collect();
             layout.write(&inputs, &output)
         }));
-        staged.push(job, false)
+        staged.push(job, false, "bundle")
     };
     scratch.jobs.push(bundle);
     let mut argv = command.clone();
@@ -245,9 +267,14 @@ fn stage_unit(
     scratch.depfiles.push(depfile);
     let mut host = Job::command(index, argv, cwd, env);
     host.after = after;
-    let host = staged.push(host, true);
+    let host = staged.push(host, true, "host");
     scratch.jobs.push(host);
     Ok(scratch)
+}
+
+/// The log of where the launcher answered each compile from, in the build's scratch `tmpdir`.
+pub(super) fn launcher_log(tmpdir: &Path) -> PathBuf {
+    tmpdir.join("launcher-answers.log")
 }
 
 /// The command that precompiles `pch`'s header for host passes.

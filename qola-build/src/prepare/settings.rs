@@ -174,8 +174,9 @@ impl Prepare {
                 (None, Some(written)) => {
                     let manifest_file = absolute(manifest.path.clone());
                     // A working directory that is gone has no reading of its own.
-                    let cwd = std::env::current_dir()
-                        .unwrap_or_else(|_| manifest_file.parent().unwrap_or(Path::new("/")).into());
+                    let cwd = std::env::current_dir().unwrap_or_else(|_| {
+                        manifest_file.parent().unwrap_or(Path::new("/")).into()
+                    });
                     let (dir, warning) = locate(written, &manifest_file, &cwd)?;
                     if let Some(warning) = warning {
                         directives.warning(&warning);

@@ -165,6 +165,10 @@ pub(crate) struct BuildCmd {
     /// Print each compile command (build) or each unit's decision (plan).
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Write the timings report of each library that compiles: an HTML page and a Chrome trace
+    /// next to its log, their path said at the end [default: QOLA_TIMINGS=1; build only].
+    #[arg(long)]
+    pub timings: bool,
     /// Make the manifest's [qola] rocm_versions a requirement: another HIP version is an error
     /// [default: a warning, as in QoLA].
     #[arg(long)]
@@ -245,6 +249,9 @@ impl BuildCmd {
             .skip_checkout(self.skip_checkout)
             .verbose(self.verbose)
             .require_rocm(self.require_rocm);
+        if self.timings {
+            build.timings(true);
+        }
         if let Some(mode) = self.mode {
             build.mode(match mode {
                 Mode::CppItfs => BuildMode::CppItfs,

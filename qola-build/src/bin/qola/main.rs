@@ -168,6 +168,12 @@ fn build(c: &BuildCmd) -> ExitCode {
 }
 
 fn plan(c: &BuildCmd) -> ExitCode {
+    if c.timings {
+        eprintln!(
+            "qola plan: error: --timings: a plan compiles nothing, so there is nothing to time; `qola build --timings` writes the report"
+        );
+        return ExitCode::from(2);
+    }
     let modules = match c.output_build().try_plan() {
         Ok(modules) => modules,
         Err(e) => return fail("plan", c.prepare.json, &e.into()),
@@ -246,6 +252,24 @@ fn cache(c: &CacheCmd) -> ExitCode {
         usage.running_builds,
         usage.leftovers
     );
+    for (what, groups) in [
+        ("per library", &usage.libraries),
+        ("per compiler", &usage.compilers),
+    ] {
+        if groups.is_empty() {
+            continue;
+        }
+        eprintln!("  {what} (objects, size, last used):");
+        for g in groups {
+            eprintln!(
+                "    {:>6} {:>9.1} MiB  {}  {}",
+                g.objects,
+                g.bytes as f64 / (1u64 << 20) as f64,
+                g.last_used,
+                g.name
+            );
+        }
+    }
     if !usage.builds.is_empty() {
         eprintln!("  last builds (reused from the cache / compiled):");
         for b in usage.builds.iter().rev().take(10) {

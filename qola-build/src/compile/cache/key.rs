@@ -74,6 +74,15 @@ pub(crate) struct UnitRecord {
     /// Where it was compiled (the output directory), for people.
     #[serde(default)]
     pub compiled_for: String,
+    /// The library it was compiled for, for people (`qola cache`).
+    #[serde(default)]
+    pub library: String,
+    /// The compiler, in words, for people (`qola cache`).
+    #[serde(default)]
+    pub compiler: String,
+    /// The key of the object its last compile stored (`qola cache` counts objects by it).
+    #[serde(default)]
+    pub key: String,
 }
 
 /// An input of a unit whose content is not what its record says.
@@ -145,6 +154,9 @@ impl ObjectKey {
             peak_memory,
             seconds,
             compiled_for: compiled_for.to_string(),
+            library: String::new(),
+            compiler: String::new(),
+            key: String::new(),
         }
     }
 }

@@ -67,7 +67,7 @@ pub(crate) use key::Changed;
 use key::{Input, ObjectKey, Settings};
 use layer::{Layer, Unusable};
 pub(crate) use lease::Evicted;
-pub use usage::{BuildStats, CacheUsage};
+pub use usage::{BuildStats, CacheUsage, GroupUsage};
 pub(crate) use usage::{default_max_size, parse_size, usage};
 
 /// What a unit's record says today.
@@ -94,6 +94,15 @@ pub(crate) struct UnitFacts {
     pub recorded: Option<Recorded>,
     /// The last compile of this source for this library, when the unit id has no record.
     pub last: Option<Settings>,
+}
+
+/// Where and by what an object was compiled, for people (`qola cache`, a reuse's reason).
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    /// The output directory.
+    pub out_dir: String,
+    /// The compiler, in words (`HIP 6.4.43484, clang 21.1.8`).
+    pub compiler: String,
 }
 
 /// What a compile measured: its peak memory (when it counts) and its wall time.
@@ -414,7 +423,7 @@ impl<'a> ObjectCache<'a> {
         roots: &Roots,
         compiled: &Path,
         measured: Measured,
-        compiled_for: &str,
+        origin: &Origin,
     ) -> Result<String> {
         // Contents may have been read before the compile: read them again.
         for name in std::iter::once(source).chain(headers.iter().map(String::as_str)) {
@@ -434,8 +443,7 @@ impl<'a> ObjectCache<'a> {
                 .collect(),
         };
         let object_key = key.key().expect("every input of a stored key was read");
-        let written =
-            self.write_entry(&key, &object_key, library, compiled, measured, compiled_for);
+        let written = self.write_entry(&key, &object_key, library, compiled, measured, origin);
         if let Err(e) = written {
             if self.unwritable.is_some() {
                 return Err(CompileError::CacheUnwritable {
@@ -444,7 +452,7 @@ impl<'a> ObjectCache<'a> {
                 });
             }
             self.fall_back(e.to_string());
-            self.write_entry(&key, &object_key, library, compiled, measured, compiled_for)
+            self.write_entry(&key, &object_key, library, compiled, measured, origin)
                 .map_err(|e| CompileError::CacheUnwritable {
                     dir: self.own.root.clone(),
                     why: e.to_string(),
@@ -463,7 +471,7 @@ impl<'a> ObjectCache<'a> {
         library: &str,
         compiled: &Path,
         measured: Measured,
-        compiled_for: &str,
+        origin: &Origin,
     ) -> std::io::Result<()> {
         let store = self
             .store
@@ -475,7 +483,10 @@ impl<'a> ObjectCache<'a> {
         self.hooks.step("cache:locked");
         layer.store(object_key, compiled)?;
         let peak = self.peak(&unit_id).max(measured.peak);
-        let record = key.record(peak, Some(measured.seconds), compiled_for);
+        let mut record = key.record(peak, Some(measured.seconds), &origin.out_dir);
+        record.library = library.to_string();
+        record.compiler = origin.compiler.clone();
+        record.key = object_key.to_string();
         let json = serde_json::to_vec_pretty(&record).expect("a unit record serializes");
         crate::common::io::write_atomic(&layer.record_path(&unit_id), &json)
             .map_err(|e| e.source)?;

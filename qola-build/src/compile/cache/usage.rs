@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::compile::cache::key::UnitRecord;
 use crate::compile::cache::layer::Layer;
 use crate::compile::cache::lease;
 
@@ -51,6 +52,77 @@ pub struct CacheUsage {
     pub running_builds: usize,
     /// The last builds, oldest first.
     pub builds: Vec<BuildStats>,
+    /// What the objects are for, per library (objects whose unit was recorded before qola
+    /// kept it are under `(not recorded)`).
+    pub libraries: Vec<GroupUsage>,
+    /// What the objects are for, per compiler.
+    pub compilers: Vec<GroupUsage>,
+}
+
+/// The objects of one library or one compiler.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct GroupUsage {
+    /// The library (`te_libmha_fwd`) or the compiler (`HIP 6.4.43484, Debian clang 21.1.8`).
+    pub name: String,
+    /// Objects.
+    pub objects: usize,
+    /// Their size in bytes.
+    pub bytes: u64,
+    /// When one of them was last used (`2026-12-03T20:41:07Z`).
+    pub last_used: String,
+}
+
+/// The objects of `objects` per library and per compiler, by the records of `units` (each
+/// naming its last object's key); an object several records name counts once per group.
+fn groups(units: &Path, objects: &[lease::Object]) -> (Vec<GroupUsage>, Vec<GroupUsage>) {
+    use std::collections::{BTreeMap, BTreeSet};
+    let by_key: BTreeMap<&str, &lease::Object> =
+        objects.iter().map(|o| (o.key.as_str(), o)).collect();
+    let mut libraries: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    let mut compilers: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    for entry in std::fs::read_dir(units).into_iter().flatten().flatten() {
+        let Some(record) = std::fs::read(entry.path())
+            .ok()
+            .and_then(|b| serde_json::from_slice::<UnitRecord>(&b).ok())
+        else {
+            continue;
+        };
+        let Some((key, _)) = by_key.get_key_value(record.key.as_str()) else {
+            continue;
+        };
+        let name = |s: &str| match s {
+            "" => "(not recorded)".to_string(),
+            s => s.to_string(),
+        };
+        libraries
+            .entry(name(&record.library))
+            .or_default()
+            .insert(key);
+        compilers
+            .entry(name(&record.compiler))
+            .or_default()
+            .insert(key);
+    }
+    let usage = |groups: BTreeMap<String, BTreeSet<&str>>| -> Vec<GroupUsage> {
+        groups
+            .into_iter()
+            .map(|(name, keys)| {
+                let members: Vec<&lease::Object> = keys.iter().map(|k| by_key[k]).collect();
+                let last = members.iter().map(|o| o.used).max();
+                GroupUsage {
+                    name,
+                    objects: members.len(),
+                    bytes: members.iter().map(|o| o.bytes).sum(),
+                    last_used: last
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map(|d| crate::common::time::utc_timestamp(d.as_secs()))
+                        .unwrap_or_default(),
+                }
+            })
+            .collect()
+    };
+    (usage(libraries), usage(compilers))
 }
 
 /// The builds recorded in `path` (`builds.json`), oldest first.
@@ -67,6 +139,7 @@ pub(crate) fn usage(root: &Path, max_bytes: u64) -> CacheUsage {
     let objects = lease::objects(&root.join("objects"));
     let count = |dir: &str| std::fs::read_dir(root.join(dir)).map_or(0, |e| e.count());
     let live = lease::live(&layer.leases());
+    let (libraries, compilers) = groups(&root.join("units"), &objects);
     CacheUsage {
         dir: root.to_path_buf(),
         objects: objects.len(),
@@ -77,6 +150,8 @@ pub(crate) fn usage(root: &Path, max_bytes: u64) -> CacheUsage {
         units: count("units"),
         running_builds: live.len(),
         builds: builds(&layer.builds()),
+        libraries,
+        compilers,
     }
 }
 

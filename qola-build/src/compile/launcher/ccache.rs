@@ -62,6 +62,42 @@ impl Ccache {
     }
 }
 
+/// Where ccache answered one compile from, by its stats log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Its local cache.
+    Local,
+    /// Its remote storage.
+    Remote,
+    /// Neither: the compiler ran.
+    Miss,
+}
+
+/// ccache's stats log (`CCACHE_STATSLOG`): a `# <source>` line per compile, then the counters
+/// that compile changed. Per source as the compile named it, the last answer.
+pub(crate) fn stats_log(text: &str) -> BTreeMap<String, Answer> {
+    let mut answers = BTreeMap::new();
+    let mut current: Option<(String, Answer)> = None;
+    for line in text.lines() {
+        if let Some(source) = line.strip_prefix("# ") {
+            answers.extend(current.take());
+            current = Some((source.trim().to_string(), Answer::Miss));
+            continue;
+        }
+        if let Some((_, answer)) = &mut current {
+            match line.trim() {
+                "remote_storage_hit" => *answer = Answer::Remote,
+                "direct_cache_hit" | "preprocessed_cache_hit" if *answer == Answer::Miss => {
+                    *answer = Answer::Local
+                }
+                _ => {}
+            }
+        }
+    }
+    answers.extend(current);
+    answers
+}
+
 /// A setting of ccache's own configuration files (`ccache -k NAME`), when set.
 fn config(ccache: &str, name: &str) -> Option<String> {
     let out = Command::new(ccache).args(["-k", name]).output().ok()?;
@@ -98,6 +134,7 @@ impl Counters {
             hits: delta("direct_cache_hit") + delta("preprocessed_cache_hit"),
             remote_hits: delta("remote_storage_hit"),
             misses: delta("cache_miss"),
+            remote_errors: delta("remote_storage_error") + delta("remote_storage_timeout"),
         }
     }
 }
@@ -111,7 +148,7 @@ mod tests {
         let before =
             Counters::parse("cache_miss\t3\ndirect_cache_hit\t1\nstats_updated_timestamp\t17\n");
         let after = Counters::parse(
-            "cache_miss\t4\ndirect_cache_hit\t5\npreprocessed_cache_hit\t2\nremote_storage_hit\t6\n",
+            "cache_miss\t4\ndirect_cache_hit\t5\npreprocessed_cache_hit\t2\nremote_storage_hit\t6\nremote_storage_error\t2\nremote_storage_timeout\t1\n",
         );
         assert_eq!(
             before.since(&after),
@@ -119,8 +156,20 @@ mod tests {
                 launcher: "ccache",
                 hits: 6,
                 remote_hits: 6,
-                misses: 1
+                misses: 1,
+                remote_errors: 3,
             }
         );
+    }
+
+    #[test]
+    fn the_stats_log_says_per_compile_where_ccache_answered_from() {
+        // What ccache 4.7 writes: a miss, a local hit, a remote hit.
+        let log = "# a.hip\ncache_miss\ndirect_cache_miss\nlocal_storage_miss\n# b.hip\ndirect_cache_hit\nlocal_storage_hit\n# c.hip\ndirect_cache_hit\nlocal_storage_miss\nremote_storage_hit\nremote_storage_read_hit\n";
+        let answers = stats_log(log);
+        assert_eq!(answers["a.hip"], Answer::Miss);
+        assert_eq!(answers["b.hip"], Answer::Local);
+        assert_eq!(answers["c.hip"], Answer::Remote);
+        assert_eq!(answers.len(), 3);
     }
 }

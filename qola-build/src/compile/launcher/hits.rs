@@ -13,4 +13,7 @@ pub struct LauncherHits {
     pub remote_hits: u64,
     /// Compiles the launcher had to run.
     pub misses: u64,
+    /// Requests to its remote storage that failed or timed out (ccache's
+    /// `remote_storage_error` and `remote_storage_timeout`): compiled here instead.
+    pub remote_errors: u64,
 }

@@ -28,6 +28,7 @@ use std::path::Path;
 
 use crate::build_script::Env;
 use crate::compile::error::Result;
+pub(crate) use ccache::Answer;
 use farm::FarmReport;
 pub use hits::LauncherHits;
 
@@ -197,6 +198,21 @@ impl Launcher {
                 }
             }
             _ => Answered::default(),
+        }
+    }
+
+    /// The variable that makes the launcher log, per compile, where it answered from (ccache's
+    /// `CCACHE_STATSLOG`), when it can.
+    pub(crate) fn unit_log_var(&self) -> Option<&'static str> {
+        matches!(self, Launcher::Ccache(_)).then_some("CCACHE_STATSLOG")
+    }
+
+    /// Per source (as the compiles named it), where the launcher answered from, read from the
+    /// log its [`Launcher::unit_log_var`] named.
+    pub(crate) fn unit_answers(&self, log: &Path) -> std::collections::BTreeMap<String, Answer> {
+        match (self, std::fs::read_to_string(log)) {
+            (Launcher::Ccache(_), Ok(text)) => ccache::stats_log(&text),
+            _ => Default::default(),
         }
     }
 

@@ -89,6 +89,8 @@ pub(crate) fn hits_since(before: &SccacheStats, after: &SccacheStats) -> Launche
         hits,
         remote_hits: if after.remote { hits } else { 0 },
         misses: after.cache_misses.saturating_sub(before.cache_misses),
+        // sccache counts no failed remote requests apart from its other cache errors.
+        remote_errors: 0,
     }
 }
 

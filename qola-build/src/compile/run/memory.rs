@@ -64,6 +64,9 @@ pub(crate) struct Parallelism {
     pub jobs: usize,
     /// Why, in words, for the build log.
     pub reason: String,
+    /// The memory the cap divided (`MemAvailable` when the build started), when there was a
+    /// cap: the line the timings report draws the memory in use against.
+    pub memory: Option<u64>,
 }
 
 /// The available memory in bytes, from `/proc/meminfo`.
@@ -103,6 +106,7 @@ pub(crate) fn decide(
                     "available memory unknown"
                 }
             ),
+            memory: None,
         };
     };
     let fit = usize::try_from(available / estimate.bytes())
@@ -120,6 +124,7 @@ pub(crate) fn decide(
             reason: format!(
                 "{fit} at once: memory holds {fit} ({memory}); the job limit was {limit} ({limit_source})"
             ),
+            memory: Some(available),
         }
     } else {
         Parallelism {
@@ -127,6 +132,7 @@ pub(crate) fn decide(
             reason: format!(
                 "{limit} at once: the job limit ({limit_source}, within Cargo's jobserver); memory would hold {fit} ({memory})"
             ),
+            memory: Some(available),
         }
     }
 }

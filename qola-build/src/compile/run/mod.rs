@@ -62,6 +62,8 @@ pub(crate) struct Outcome {
     pub unit: usize,
     /// Index of the job in the list given to [`run_all`].
     pub job: usize,
+    /// The worker that ran it (`0..limit`): a slot of the timings report.
+    pub slot: usize,
     /// When it started.
     pub started: Instant,
     /// Wall time of the command.
@@ -113,11 +115,12 @@ fn wait_with_peak(child: &mut Child) -> std::io::Result<(ExitStatus, Option<u64>
     }
 }
 
-fn run_one(job: &Job, index: usize) -> Outcome {
+fn run_one(job: &Job, index: usize, slot: usize) -> Outcome {
     let start = Instant::now();
     let outcome = |failure, peak_memory, cpu| Outcome {
         unit: job.unit,
         job: index,
+        slot,
         started: start,
         elapsed: start.elapsed(),
         failure,
@@ -238,7 +241,7 @@ pub(crate) fn run_all(
                         (_, Some(client)) => client.acquire().ok(),
                     };
                     started(&job);
-                    let outcome = run_one(&job, index);
+                    let outcome = run_one(&job, index, worker);
                     drop(token);
                     ended(&outcome);
                     {

@@ -132,8 +132,13 @@ impl Progress {
         self.echo.say(&format!("qola: {line}"));
     }
 
-    /// The reused units (by index) and the summary close the log.
-    pub(crate) fn finish(self, reused: &[usize], summary: &str) -> Result<(), IoError> {
+    /// The reused units (by index), the summary and where the timings report is close the log.
+    pub(crate) fn finish(
+        self,
+        reused: &[usize],
+        summary: &str,
+        timings: Option<&str>,
+    ) -> Result<(), IoError> {
         let (mut file, _) = self.file.into_inner().expect("log lock");
         let mut text = String::new();
         for &unit in reused {
@@ -144,6 +149,9 @@ impl Progress {
             );
         }
         let _ = writeln!(text, "summary: {summary}");
+        if let Some(line) = timings {
+            let _ = writeln!(text, "{line}");
+        }
         file.write_all(text.as_bytes())
             .and_then(|()| file.flush())
             .map_err(io_error("write the log", &self.path))

@@ -64,7 +64,13 @@ pub(crate) fn locate(
         return Ok((by_manifest, None));
     }
     let by_cwd = cwd.join(written);
-    let found = |p: &Path| if p.is_dir() { Found::Dir } else { Found::Missing };
+    let found = |p: &Path| {
+        if p.is_dir() {
+            Found::Dir
+        } else {
+            Found::Missing
+        }
+    };
     let same = || {
         by_manifest.canonicalize().ok() == by_cwd.canonicalize().ok()
             || patches(&by_manifest) == patches(&by_cwd)
@@ -125,7 +131,11 @@ mod tests {
                 same.unwrap()
             });
             assert_eq!(choice, expected, "{by_manifest:?} {by_cwd:?} {same:?}");
-            assert_eq!(asked.get(), same.is_some(), "same asked only when both exist");
+            assert_eq!(
+                asked.get(),
+                same.is_some(),
+                "same asked only when both exist"
+            );
         }
     }
 

@@ -18,9 +18,9 @@ mod series;
 pub(crate) use crate::prepare::git::state::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK};
 pub(crate) use binary::encode_literal;
 pub(crate) use bundled::{spec_excluded, written_for};
+pub(crate) use location::locate;
 #[cfg(test)]
 pub(crate) use model::PatchFile;
 pub(crate) use model::Series;
-pub(crate) use location::locate;
 pub(crate) use parse::parse_patch;
 pub(crate) use series::{Applied, PristineTree, SeriesSource, apply_series, load_series};

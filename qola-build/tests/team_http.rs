@@ -1,0 +1,151 @@
+//! A team's read-only shared cache over HTTP, for real on loopback: nginx (Debian's) serving a
+//! WebDAV directory as ccache's `remote_storage`, started and stopped by the test, and four
+//! "machines" (their own paths, their own local ccache, their own qola cache; no `base_dir` by
+//! hand) building the same HIP project with Debian's hipcc, ccache as qola's launcher:
+//!
+//! * A (CI, read-write) fills the HTTP cache;
+//! * B (another path) compiles nothing: ccache's remote storage answers every unit;
+//! * C (a developer, `|read-only`) with other sources compiles them and never writes;
+//! * D, with the server down, builds here with one warning.
+//!
+//! The setup is the one docs/team-builds.md gives.
+
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use qola_tests::{HttpCache, tool};
+
+/// The child side: compiles the demo HIP project of the current directory through the
+/// launcher of the environment; prints qola's summary.
+fn compile_here() {
+    let dir = std::env::current_dir().unwrap();
+    let project = qola_tests::HipProject::create(&dir.join("src"));
+    if std::env::var_os("CHANGE_SOURCES").is_some() {
+        let shared = project.include.join("shared.h");
+        let text = std::fs::read_to_string(&shared).unwrap();
+        std::fs::write(&shared, text.replace("2.0f\n", "3.0f\n")).unwrap();
+    }
+    let report = qola_build::HipBuild::new()
+        .files(&project.sources)
+        .include(&project.include)
+        // The project's directory by name, as a build script's crate directory is.
+        .root("project", &dir)
+        .arch("gfx90a")
+        .out_dir(dir.join("out"))
+        .cargo_metadata(false)
+        .try_compile("demo")
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", report.summary());
+}
+
+/// The counter `name` of `ccache --print-stats` for the cache in `dir`.
+fn ccache_counter(dir: &Path, name: &str) -> u64 {
+    let out = Command::new("ccache")
+        .env("CCACHE_DIR", dir)
+        .arg("--print-stats")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}\t")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_a_down_server_is_one_warning()
+ {
+    const NAME: &str = "ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_a_down_server_is_one_warning";
+    if common::is_child() {
+        return compile_here();
+    }
+    let (Some(_), Some(nginx)) = (tool("ccache", "ccache"), tool("nginx", "nginx-light")) else {
+        return;
+    };
+    if !qola_tests::hipcc_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut http = HttpCache::start(&nginx, &tmp.path().join("nginx"));
+    // `machine` builds with the remote storage `remote`; its summary line and standard error.
+    let run = |machine: &str, remote: &str, change: bool| -> (String, String) {
+        let dir = tmp.path().join(machine);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut command = common::child(NAME);
+        qola_tests::without_caller_env(&mut command, &["CCACHE_"], &[]);
+        command
+            .current_dir(&dir)
+            .env("QOLA_COMPILER_LAUNCHER", "ccache")
+            .env("CCACHE_DIR", dir.join("ccache"))
+            .env("CCACHE_REMOTE_STORAGE", remote)
+            .env("QOLA_CACHE_DIR", dir.join("qola-cache"));
+        if change {
+            command.env("CHANGE_SOURCES", "1");
+        }
+        let out = command.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(out.status.success(), "{machine}: {stdout}{stderr}");
+        let summary = stdout
+            .lines()
+            .find(|l| l.contains("qola compiled"))
+            .unwrap_or_else(|| panic!("{machine}: no summary: {stdout}{stderr}"))
+            .to_string();
+        (summary, stderr)
+    };
+
+    let (a, _) = run("A", &http.url(), false);
+    assert!(
+        a.contains("qola compiled 3 of 3 HIP units") && a.contains("ccache answered 0 of the 3"),
+        "{a}"
+    );
+    let stored = http.files();
+    assert!(
+        stored >= 3,
+        "A wrote its results to the HTTP cache: {stored} files"
+    );
+
+    let (b, _) = run("B", &http.url(), false);
+    assert!(
+        b.contains("ccache answered 3 of the 3 compiles (3 from remote storage)"),
+        "{b}"
+    );
+    assert_eq!(
+        ccache_counter(&tmp.path().join("B/ccache"), "cache_miss"),
+        0
+    );
+
+    // A reader with other sources: everything compiles here; the cache is never written.
+    let puts = http.requests("PUT");
+    let (c, _) = run("C", &format!("{}|read-only", http.url()), true);
+    assert!(
+        c.contains("qola compiled 3 of 3 HIP units") && c.contains("ccache answered 0 of the 3"),
+        "{c}"
+    );
+    assert_eq!(
+        http.requests("PUT"),
+        puts,
+        "a read-only client never writes"
+    );
+    assert_eq!(http.files(), stored);
+
+    // The server down: a local build, and one warning that says so.
+    let url = http.url();
+    http.stop();
+    let (d, stderr) = run("D", &url, false);
+    assert!(
+        d.contains("qola compiled 3 of 3 HIP units") && d.contains("ccache answered 0 of the 3"),
+        "{d}"
+    );
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("remote storage did not answer"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+}

@@ -1,0 +1,174 @@
+//! The timings report (`HipBuild::timings`, `--timings`, `QOLA_TIMINGS=1`) of real builds of
+//! qola-sys's built-in kernels with Debian's hipcc, read the way a person reads it: rendered by
+//! headless Chromium (Debian's package), whose DOM after the page's script ran is checked for
+//! what is on screen (the units' bars, the legend with its counts, the summary's figures), and
+//! the Chrome trace beside it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use qola_build::{CompileReport, HipBuild};
+
+/// A copy of the built-in kernels under `dir`.
+fn kernels(dir: &Path) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels");
+    for entry in walk(&from) {
+        let to = dir.join(entry.strip_prefix(&from).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    dir.to_path_buf()
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The built-in kernels of `dir` built into `out` with `cache`, timings on.
+fn build(dir: &Path, cache: &Path, out: &Path) -> CompileReport {
+    HipBuild::new()
+        .files(qola_tests::files_with_extension(dir, "hip"))
+        .include(dir.join("include"))
+        .flag("-std=c++17")
+        .arch("gfx90a")
+        .jobs(2)
+        .cache_dir(cache)
+        .out_dir(out)
+        .timings(true)
+        .cargo_metadata(false)
+        .try_compile("qola_mha")
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The `<rect ...>` tags of `dom` that carry the attribute `attribute` (`name="value"`).
+fn rects<'a>(dom: &'a str, attribute: &str) -> Vec<&'a str> {
+    dom.split("<rect ")
+        .skip(1)
+        .map(|tag| tag.split('>').next().unwrap_or_default())
+        .filter(|tag| tag.contains(attribute))
+        .collect()
+}
+
+#[test]
+fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_browser() {
+    if !qola_tests::hipcc_available() {
+        return;
+    }
+    let Some(chromium) = qola_tests::tool("chromium", "chromium") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = kernels(&tmp.path().join("kernels"));
+    let cache = tmp.path().join("cache");
+    let cold = build(&dir, &cache, &tmp.path().join("cold"));
+    assert_eq!(cold.compiled(), 11);
+    // Two sources change: two units compile, nine come from qola's cache.
+    for name in ["fwd_bf16.hip", "bwd_dq_fp16.hip"] {
+        let path = dir.join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}\n// changed\n")).unwrap();
+    }
+    let out = tmp.path().join("warm");
+    let report = build(&dir, &cache, &out);
+    assert_eq!(report.compiled(), 2);
+    let page = out.join("qola-timings-qola_mha.html");
+    let log = std::fs::read_to_string(&report.log).unwrap();
+    assert!(
+        log.contains(&format!("timings: {}", page.display())),
+        "the log says where the report is: {log}"
+    );
+
+    let dom = qola_tests::rendered_dom(&chromium, &page, &tmp.path().join("profile"));
+    assert!(
+        dom.contains("data-rendered=\"yes\""),
+        "the page's script ran to its end: {dom}"
+    );
+    // The summary line, as the build said it, and its figures.
+    let summary = report
+        .summary()
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    assert!(dom.contains(&summary), "{summary} in {dom}");
+    for (figure, value) in [
+        ("compiled", report.compiled().to_string()),
+        (
+            "reused",
+            (report.units.len() - report.compiled()).to_string(),
+        ),
+        ("jobs", report.jobs.to_string()),
+    ] {
+        assert!(
+            dom.contains(&format!("data-figure=\"{figure}\"><dt>"))
+                && dom.contains(&format!("<dd>{value}</dd>")),
+            "figure {figure} = {value}: {dom}"
+        );
+    }
+    // The legend, with how many units ended each way.
+    assert!(dom.contains("compiled: 2"), "{dom}");
+    assert!(dom.contains("from qola's cache: 9"), "{dom}");
+    assert!(dom.contains("failed: 0"), "{dom}");
+    // Each unit on the time axis: the compiled ones' jobs on slots, the reused on their lane.
+    assert_eq!(rects(&dom, "data-ended=\"compiled\"").len(), 2, "{dom}");
+    assert_eq!(rects(&dom, "data-ended=\"qola-cache\"").len(), 9, "{dom}");
+    assert!(rects(&dom, "data-unit=").len() == 11, "{dom}");
+    // The slowest units' table lists the compiled ones with their reasons.
+    assert!(
+        dom.contains("fwd_bf16.hip") && dom.contains("new content"),
+        "{dom}"
+    );
+
+    // What a person sees: a screenshot of the page.
+    let png = tmp.path().join("timings.png");
+    qola_tests::screenshot(
+        &chromium,
+        &page,
+        &tmp.path().join("profile"),
+        &png,
+        (1200, 1400),
+    );
+    assert!(std::fs::metadata(&png).unwrap().len() > 10_000);
+
+    // The Chrome trace beside it: a complete event per job, on its slot.
+    let trace: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("qola-timings-qola_mha.json")).unwrap(),
+    )
+    .unwrap();
+    let jobs = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .count();
+    assert_eq!(jobs, 2);
+}
+
+#[test]
+fn a_build_that_compiles_nothing_writes_no_report() {
+    if !qola_tests::hipcc_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = kernels(&tmp.path().join("kernels"));
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("out");
+    build(&dir, &cache, &out);
+    let page = out.join("qola-timings-qola_mha.html");
+    let written = std::fs::metadata(&page).unwrap().modified().unwrap();
+    // A no-op build writes nothing in the output directory, the report included.
+    assert_eq!(build(&dir, &cache, &out).compiled(), 0);
+    assert_eq!(
+        std::fs::metadata(&page).unwrap().modified().unwrap(),
+        written
+    );
+}

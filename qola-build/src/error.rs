@@ -8,6 +8,7 @@
 pub use crate::aiter::AiterError;
 pub use crate::build_script::EnvError;
 pub use crate::cache::NoCacheDir;
+pub use crate::common::failure::Failure;
 pub use crate::common::io::IoError;
 pub use crate::common::kind::ErrorKind;
 pub use crate::compile::CompileError;
@@ -34,13 +35,9 @@ pub enum Error {
     #[error(transparent)]
     Aiter(AiterError),
 
-    /// An environment variable has a value qola cannot use.
+    /// A failure of the file system, the environment or the cache directory's discovery.
     #[error(transparent)]
-    Env(#[from] EnvError),
-
-    /// No directory for qola's cache could be found.
-    #[error(transparent)]
-    Cache(#[from] NoCacheDir),
+    Failure(#[from] Failure),
 }
 
 impl Error {
@@ -51,8 +48,7 @@ impl Error {
             Error::Prepare(e) => e.kind(),
             Error::Compile(e) => e.kind(),
             Error::Aiter(e) => e.kind(),
-            Error::Env(e) => e.kind(),
-            Error::Cache(e) => e.kind(),
+            Error::Failure(e) => e.kind(),
         }
     }
 
@@ -89,13 +85,13 @@ impl From<CompileError> for Error {
 impl From<AiterError> for Error {
     fn from(e: AiterError) -> Error {
         match e {
-            AiterError::Prepare(e) => e.into(),
-            AiterError::Compile(e) => e.into(),
-            AiterError::Manifest(e) => e.into(),
+            AiterError::Failure(e) => Error::Failure(e),
             e => Error::Aiter(e),
         }
     }
 }
+
+crate::failure_from!(Error);
 
 /// `Result` with qola's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -24,7 +24,8 @@
 
 use std::path::Path;
 
-use crate::aiter::error::{AiterError, Result, io_error};
+use crate::aiter::error::{AiterError, Result};
+use crate::common::io::io_error;
 
 /// A generation of AITER's C++ attention API (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::aiter::error::io_error;
 use crate::aiter::error::{AiterError, Result};
+use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
 
@@ -132,7 +132,8 @@ pub(crate) fn run_generator(
                 .collect::<Vec<_>>()
                 .join(" "),
             stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        });
+        }
+        .into());
     }
     // Copy what changed into the stable directory; remove what is no longer produced.
     let produced = files_under(&tmp);

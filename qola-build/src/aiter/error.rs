@@ -9,29 +9,10 @@ use crate::common::kind::ErrorKind;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AiterError {
-    /// Preparing the AITER tree.
+    /// A failure of the file system, the environment or the cache directory's discovery
+    /// (see `common::failure`).
     #[error(transparent)]
-    Prepare(#[from] crate::prepare::PrepareError),
-
-    /// Compiling and linking a module.
-    #[error(transparent)]
-    Compile(#[from] crate::compile::CompileError),
-
-    /// Reading the manifest.
-    #[error(transparent)]
-    Manifest(#[from] crate::manifest::ManifestError),
-
-    /// A file-system operation failed.
-    #[error(transparent)]
-    Io(#[from] crate::common::io::IoError),
-
-    /// An environment variable has a value qola cannot use.
-    #[error(transparent)]
-    Env(#[from] crate::build_script::EnvError),
-
-    /// No directory for qola's cache could be found.
-    #[error(transparent)]
-    Cache(#[from] crate::cache::NoCacheDir),
+    Failure(#[from] crate::common::failure::Failure),
 
     /// An option or manifest setting that cannot be served as asked.
     #[error("{option}: {problem}")]
@@ -126,12 +107,7 @@ impl AiterError {
             | AiterError::Codegen { .. }
             | AiterError::ApiGeneration { .. }
             | AiterError::RecipeNeeds { .. } => ErrorKind::Aiter,
-            AiterError::Prepare(e) => e.kind(),
-            AiterError::Compile(e) => e.kind(),
-            AiterError::Manifest(e) => e.kind(),
-            AiterError::Io(_) => ErrorKind::Io,
-            AiterError::Env(e) => e.kind(),
-            AiterError::Cache(e) => e.kind(),
+            AiterError::Failure(e) => e.kind(),
         }
     }
 }
@@ -145,14 +121,8 @@ fn codegen_hint(stderr: &str) -> &'static str {
     }
 }
 
-/// `Result` with an [`AiterError`].
-pub(crate) type Result<T, E = AiterError> = std::result::Result<T, E>;
+/// `Result` with qola's [`crate::Error`]: AITER's modules prepare, read manifests and compile,
+/// and give each subsystem's error as it is ([`AiterError`] for their own).
+pub(crate) type Result<T, E = crate::Error> = std::result::Result<T, E>;
 
-/// Shorthand for an [`AiterError::Io`] with a path: `.map_err(io_error("read", &path))?`.
-pub(crate) fn io_error(
-    what: &str,
-    path: impl Into<std::path::PathBuf>,
-) -> impl FnOnce(std::io::Error) -> AiterError {
-    let io = crate::common::io::io_error(what, path);
-    move |source| AiterError::Io(io(source))
-}
+crate::failure_from!(AiterError);

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::aiter::error::Result;
-use crate::aiter::error::io_error;
+use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
 
 /// What [`embed_hsa`] wrote.
@@ -31,7 +31,7 @@ fn code_objects(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if crate::common::io::is_absent(&e) => return Ok(()),
-        Err(e) => return Err(io_error("read", dir)(e)),
+        Err(e) => return Err(io_error("read", dir)(e).into()),
     };
     for entry in entries {
         let entry = entry.map_err(io_error("read", dir))?;

@@ -78,7 +78,7 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
                         spec.root.display(),
                         spec.archs.join(", ")
                     ),
-                });
+                }.into());
             }
         },
         None if !module.recipe.hsa_kernels.is_empty() => module.recipe.hsa_kernels.clone(),
@@ -115,7 +115,7 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
                 return Err(crate::aiter::error::AiterError::ApiGeneration {
                     header: spec.root.join("csrc/include/mha_fwd.h"),
                     why: "the options are inside aiter::mha_fwd_args, and qola-sys's C API wrappers are written for AITER 05a0d1f's parameters: build this tree with `qola build` (QoLA's C++ API)".to_string(),
-                });
+                }.into());
             }
             build.files(sources).include(include);
             for symbol in exports {

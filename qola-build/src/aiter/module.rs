@@ -41,7 +41,8 @@ pub fn check_ck_toolchain(toolchain: &HipToolchain) -> Result<()> {
                 format!("{a}.{b}")
             }),
             compiler: toolchain.path.clone(),
-        }),
+        }
+        .into()),
     }
 }
 
@@ -254,7 +255,7 @@ fn recipe_of(spec: &AiterModuleSpec, env: &Env) -> Result<ModuleRecipe> {
                 "no such file in the AITER tree {}: this AITER does not have it; name the sources this commit has (or pin the AITER the manifest was written for)",
                 spec.root.display()
             ),
-        });
+        }.into());
     }
     for cmd in &mut recipe.blob_gen_cmd {
         let filter = match spec.ck_filter {

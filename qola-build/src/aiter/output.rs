@@ -25,11 +25,11 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::aiter::api_generation::read_api;
-use crate::aiter::error::io_error;
 use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::{AiterLibrary, Api, library, write_public_headers};
 use crate::aiter::module::AiterModuleSpec;
 use crate::build_script::{Directives, Env};
+use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
 use crate::compile::CompilePlan;
 use crate::compile::toolchain::HipToolchain;
@@ -222,7 +222,7 @@ impl OutputBuild {
     fn check_rocm(&self, manifest: &Manifest, toolchain: &HipToolchain) -> Result<()> {
         match rocm_mismatch(manifest, toolchain) {
             None => Ok(()),
-            Some(mismatch) if self.require_rocm => Err(mismatch),
+            Some(mismatch) if self.require_rocm => Err(mismatch.into()),
             Some(mismatch) => {
                 eprintln!(
                     "qola: warning: {mismatch}; building with it anyway, as QoLA does (`[qola] rocm_versions` is informational unless --require-rocm)"
@@ -326,7 +326,7 @@ impl OutputBuild {
             return Err(AiterError::InvalidOption {
                 option: format!("module {} mode = \"pybind\"", s.module.name),
                 problem: "a pybind module is a Python extension linked against PyTorch, which qola does not build; use mode = \"cpp_itfs\"".to_string(),
-            });
+            }.into());
         }
         let work = self.output_dir.join("_qola");
         let filter = self.ck_filter_of(env, s.module)?;
@@ -491,7 +491,8 @@ fn groups_exist(manifest: &Manifest, groups: &[String]) -> Result<()> {
                     "no [[modules]] entry of {} has group = {group:?}",
                     manifest.path.display()
                 ),
-            });
+            }
+            .into());
         }
     }
     Ok(())

@@ -12,8 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::aiter::error::{AiterError, Result};
+use crate::aiter::error::AiterError;
 use crate::build_script::Env;
+
+/// The recipe's own errors: an expression of AITER's config it cannot evaluate.
+type Result<T, E = AiterError> = std::result::Result<T, E>;
 
 /// Where the AITER tree's parts are, as AITER's `core.py` names them.
 #[derive(Debug, Clone)]
@@ -282,7 +285,7 @@ pub(crate) fn load(
 ) -> Result<ModuleRecipe> {
     let file = paths.root.join("aiter/jit/optCompilerConfig.json");
     let text =
-        std::fs::read_to_string(&file).map_err(crate::aiter::error::io_error("read", &file))?;
+        std::fs::read_to_string(&file).map_err(crate::common::io::io_error("read", &file))?;
     let all: BTreeMap<String, Value> =
         serde_json::from_str(&text).map_err(|e| AiterError::AiterConfig {
             module: module.to_string(),

@@ -3,6 +3,7 @@
 //! of tree paths. Nothing here imports another module of the crate.
 
 pub(crate) mod depfile;
+pub(crate) mod failure;
 pub(crate) mod hooks;
 pub(crate) mod io;
 pub(crate) mod kind;

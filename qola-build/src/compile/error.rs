@@ -8,17 +8,10 @@ use crate::common::kind::ErrorKind;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompileError {
-    /// A file-system operation failed.
+    /// A failure of the file system, the environment or the cache directory's discovery
+    /// (see `common::failure`).
     #[error(transparent)]
-    Io(#[from] crate::common::io::IoError),
-
-    /// An environment variable has a value qola cannot use.
-    #[error(transparent)]
-    Env(#[from] crate::build_script::EnvError),
-
-    /// No directory for qola's cache could be found.
-    #[error(transparent)]
-    Cache(#[from] crate::cache::NoCacheDir),
+    Failure(#[from] crate::common::failure::Failure),
 
     /// No HIP compiler was found.
     #[error("no HIP compiler found (looked at: {}): set HIPCC to hipcc or to a clang++/amdclang++ with HIP support, or ROCM_PATH/HIP_PATH to a ROCm install; on Debian: `apt-get install hipcc libamdhip64-dev rocm-device-libs`, elsewhere install ROCm (https://rocm.docs.amd.com)", looked.join(", "))]
@@ -137,9 +130,8 @@ impl CompileError {
             | CompileError::Farm { .. } => ErrorKind::Toolchain,
             CompileError::NoOutDir | CompileError::InvalidRoot { .. } => ErrorKind::Input,
             CompileError::Compile { .. } | CompileError::Link { .. } => ErrorKind::Compile,
-            CompileError::Io(_) | CompileError::CacheUnwritable { .. } => ErrorKind::Io,
-            CompileError::Env(e) => e.kind(),
-            CompileError::Cache(e) => e.kind(),
+            CompileError::CacheUnwritable { .. } => ErrorKind::Io,
+            CompileError::Failure(e) => e.kind(),
         }
     }
 }
@@ -149,8 +141,7 @@ impl From<crate::compile::launcher::farm::error::FarmError> for CompileError {
         use crate::compile::launcher::farm::error::FarmError;
         match error {
             FarmError::Problem(problem) => CompileError::Farm { problem },
-            FarmError::Io(e) => CompileError::Io(e),
-            FarmError::Env(e) => CompileError::Env(e),
+            FarmError::Failure(e) => CompileError::Failure(e),
         }
     }
 }
@@ -158,11 +149,4 @@ impl From<crate::compile::launcher::farm::error::FarmError> for CompileError {
 /// `Result` with a [`CompileError`].
 pub(crate) type Result<T, E = CompileError> = std::result::Result<T, E>;
 
-/// Shorthand for an [`CompileError::Io`] with a path: `.map_err(io_error("read", &path))?`.
-pub(crate) fn io_error(
-    what: &str,
-    path: impl Into<std::path::PathBuf>,
-) -> impl FnOnce(std::io::Error) -> CompileError {
-    let io = crate::common::io::io_error(what, path);
-    move |source| CompileError::Io(io(source))
-}
+crate::failure_from!(CompileError);

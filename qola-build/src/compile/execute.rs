@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use crate::build_script::Directives;
 use crate::common::depfile;
+use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
 use crate::compile::cache::{Measured, ObjectCache};
-use crate::compile::error::{CompileError, Result, io_error};
+use crate::compile::error::{CompileError, Result};
 use crate::compile::launcher::{Answered, farm};
 use crate::compile::plan::{Reason, Unit, UnitPlan};
 use crate::compile::report::{CompileReport, UnitReport};

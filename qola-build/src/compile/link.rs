@@ -12,9 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
-use crate::compile::error::io_error;
 use crate::compile::error::{CompileError, Result};
 use crate::compile::toolchain::HipToolchain;
 

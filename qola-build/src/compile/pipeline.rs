@@ -16,10 +16,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::build_script::{Directives, Env};
+use crate::common::io::io_error;
 use crate::common::time::{unix_now, utc_timestamp};
 use crate::compile::cache::{BuildStats, ObjectCache};
 use crate::compile::error::Result;
-use crate::compile::error::io_error;
 use crate::compile::launcher::farm;
 use crate::compile::passes::Prepared;
 use crate::compile::passes::prepare::{Context, ToCompile, prepare};

@@ -17,7 +17,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::compile::error::{Result, io_error};
+use crate::common::io::io_error;
+use crate::compile::error::Result;
 
 /// The directory of root links under the output directory.
 const LINKS: &str = "qola-roots";

@@ -37,9 +37,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::common::hooks::Hooks;
+use crate::common::io::io_error;
 use crate::common::io::is_absent;
 use crate::prepare::git::state::{FileContent, MODE_EXEC, MODE_SYMLINK};
-use crate::prepare::report::error::{PrepareError, Result, io_error};
+use crate::prepare::report::error::{PrepareError, Result};
 
 /// What a journal is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,7 +215,7 @@ impl Journal {
         let path = self.dir.join("log");
         self.log
             .write_all(&line)
-            .map_err(io_error("write the journal", &path))
+            .map_err(|e| io_error("write the journal", &path)(e).into())
     }
 
     /// Records `undo` before the change it undoes; counts the write (and fails it, when a test
@@ -260,7 +261,7 @@ impl Journal {
                 path: path.into(),
                 left,
             }),
-            Err(e) => Err(io_error("inspect", path)(e)),
+            Err(e) => Err(io_error("inspect", path)(e).into()),
             Ok(meta) if meta.is_dir() => Err(PrepareError::Journal {
                 journal: self.dir.clone(),
                 why: format!("{} is a directory where a file is written", path.display()),
@@ -272,7 +273,8 @@ impl Journal {
                     saved: saved.as_path().into(),
                     left,
                 })?;
-                std::fs::rename(path, &saved).map_err(io_error("move into the journal", path))
+                std::fs::rename(path, &saved)
+                    .map_err(|e| io_error("move into the journal", path)(e).into())
             }
         }
     }
@@ -291,7 +293,7 @@ impl Journal {
         if content.mode == MODE_SYMLINK {
             let target = std::ffi::OsStr::from_bytes(&content.data);
             return std::os::unix::fs::symlink(target, path)
-                .map_err(io_error("create the symlink", path));
+                .map_err(|e| io_error("create the symlink", path)(e).into());
         }
         let tmp = dir.join(format!(
             ".{}.qola-tmp",
@@ -308,7 +310,7 @@ impl Journal {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
             .map_err(io_error("set the mode of", &tmp))?;
-        std::fs::rename(&tmp, path).map_err(io_error("rename into place", path))
+        std::fs::rename(&tmp, path).map_err(|e| io_error("rename into place", path)(e).into())
     }
 
     /// Removes the file or symlink at `path` (kept in the journal).
@@ -353,7 +355,8 @@ impl Journal {
             from: from.into(),
             to: to.into(),
         })?;
-        std::fs::rename(from, to).map_err(io_error("move aside (into the backup)", from))
+        std::fs::rename(from, to)
+            .map_err(|e| io_error("move aside (into the backup)", from)(e).into())
     }
 
     /// Copies git's file `path` into the journal before libgit2 rewrites it (once per path).
@@ -372,7 +375,7 @@ impl Journal {
                 Some(RawPath(saved))
             }
             Err(e) if is_absent(&e) => None,
-            Err(e) => return Err(io_error("read", path)(e)),
+            Err(e) => return Err(io_error("read", path)(e).into()),
         };
         self.keep(Undo::GitFile {
             path: path.into(),
@@ -411,7 +414,8 @@ impl Journal {
 
     /// The preparation is complete (its stamp is written): the journal goes.
     pub(crate) fn commit(self) -> Result<()> {
-        std::fs::remove_dir_all(&self.dir).map_err(io_error("remove the journal", &self.dir))
+        std::fs::remove_dir_all(&self.dir)
+            .map_err(|e| io_error("remove the journal", &self.dir)(e).into())
     }
 
     /// Undoes every change, last first, and removes the journal; says how many changes there
@@ -587,10 +591,10 @@ fn remove_any(path: &Path) -> Result<bool> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path)
             .map(|()| true)
-            .map_err(io_error("remove", path)),
+            .map_err(|e| io_error("remove", path)(e).into()),
         Ok(_) => std::fs::remove_file(path)
             .map(|()| true)
-            .map_err(io_error("remove", path)),
+            .map_err(|e| io_error("remove", path)(e).into()),
         Err(_) => Ok(false),
     }
 }

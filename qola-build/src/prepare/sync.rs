@@ -31,13 +31,13 @@ use std::path::{Path, PathBuf};
 
 use git2::{IndexEntry, IndexTime, Oid, build::CheckoutBuilder};
 
+use crate::common::io::io_error;
 use crate::common::io::is_absent;
 use crate::common::tree_path::on_disk;
 use crate::prepare::git::pinned::{Pinned, PinnedRepo, Pristine};
 use crate::prepare::git::state::{Entry, PathState, workdir_entry};
 use crate::prepare::journal::Journal;
 use crate::prepare::patch::{FileContent, MODE_GITLINK};
-use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{PrepareError, Result, git_error};
 
 /// The longest file name component Linux file systems take.
@@ -233,7 +233,7 @@ pub(crate) fn check_writes(
             let meta = match std::fs::symlink_metadata(on_disk(root, &prefix)) {
                 Ok(meta) => meta,
                 Err(e) if is_absent(&e) => break,
-                Err(e) => return Err(io_error("inspect", on_disk(root, &prefix))(e)),
+                Err(e) => return Err(io_error("inspect", on_disk(root, &prefix))(e).into()),
             };
             if meta.file_type().is_symlink() {
                 // A symlink where the pinned tree has a directory replaced it: it goes aside

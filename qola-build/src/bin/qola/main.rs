@@ -103,7 +103,7 @@ fn checkout(c: &CheckoutCmd) -> ExitCode {
     if !c.groups.is_empty()
         && let Err(e) = qola_build::aiter::check_groups(&c.prepare.options(), &c.groups)
     {
-        return fail("checkout", c.prepare.json, &e.into());
+        return fail("checkout", c.prepare.json, &e);
     }
     prepare("checkout", &c.prepare, c.prepare.options().try_prepare())
 }
@@ -138,7 +138,7 @@ fn diff(c: &DiffCmd) -> ExitCode {
 fn build(c: &BuildCmd) -> ExitCode {
     let outcome = match c.output_build().try_build() {
         Ok(outcome) => outcome,
-        Err(e) => return fail("build", c.prepare.json, &e.into()),
+        Err(e) => return fail("build", c.prepare.json, &e),
     };
     let r = &outcome.record;
     if c.prepare.json {
@@ -176,7 +176,7 @@ fn plan(c: &BuildCmd) -> ExitCode {
     }
     let modules = match c.output_build().try_plan() {
         Ok(modules) => modules,
-        Err(e) => return fail("plan", c.prepare.json, &e.into()),
+        Err(e) => return fail("plan", c.prepare.json, &e),
     };
     if c.prepare.json {
         print_json(&serde_json::json!({ "modules": modules }));

@@ -229,10 +229,8 @@ impl<'a> ObjectCache<'a> {
     /// The `TMPDIR` of this build's compiles, inside its scratch (made here).
     pub(crate) fn compile_tmpdir(&self) -> Result<PathBuf> {
         let dir = self.store()?.scratch.join("tmp");
-        std::fs::create_dir_all(&dir).map_err(crate::compile::error::io_error(
-            "create the directory",
-            &dir,
-        ))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(crate::common::io::io_error("create the directory", &dir))?;
         Ok(dir)
     }
 

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use git2::Repository;
 
-use crate::prepare::report::error::io_error;
+use crate::common::io::io_error;
 use crate::prepare::report::error::{PrepareError, Result};
 
 /// Opens the checkout at `root`; `None` when there is none yet (missing or empty directory).
@@ -17,7 +17,7 @@ pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {
     }
     match std::fs::read_dir(root) {
         Err(e) if crate::common::io::is_absent(&e) => return Ok(None),
-        Err(e) => return Err(io_error("read the checkout directory", root)(e)),
+        Err(e) => return Err(io_error("read the checkout directory", root)(e).into()),
         Ok(mut entries) => {
             if entries.next().is_none() {
                 return Ok(None);

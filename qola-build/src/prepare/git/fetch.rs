@@ -9,10 +9,10 @@ use git2::{Oid, Repository};
 
 use crate::build_script::Env;
 use crate::common::hooks::Hooks;
+use crate::common::io::io_error;
 use crate::prepare::git::config::pin_config;
 use crate::prepare::git::git_cli::GitCli;
 use crate::prepare::git::url::is_local_url;
-use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{PrepareError, Result, git_error};
 
 /// How a run may reach the network.

@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::io::io_error;
 use crate::common::lock::{Held, acquire};
 use crate::prepare::report::error::Result;
-use crate::prepare::report::error::io_error;
 
 /// A held lock; released on drop.
 #[derive(Debug)]

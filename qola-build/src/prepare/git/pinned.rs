@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
+use crate::common::io::io_error;
 use crate::common::text::join;
 use crate::prepare::git::config::{pin_config, relative_path, set_config, set_origin};
 use crate::prepare::git::fetch::{Network, Reach, ensure_commit};
@@ -17,7 +18,6 @@ use crate::prepare::git::submodule::{
     Parent, open_detached_submodule, open_submodule, write_gitdir_link,
 };
 use crate::prepare::git::url::resolve_relative_url;
-use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{PrepareError, Result, git_error};
 
 /// One repository of the pinned state.

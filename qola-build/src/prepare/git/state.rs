@@ -4,8 +4,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::common::io::io_error;
 use crate::common::io::is_absent;
-use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{Result, git_error};
 
 /// A file's content and git mode (0o100644, 0o100755 or 0o120000 for a symlink).
@@ -62,7 +62,7 @@ pub(crate) fn workdir_entry(path: &Path) -> Result<PathState> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if is_absent(&e) => return Ok(None),
-        Err(e) => return Err(io_error("inspect", path)(e)),
+        Err(e) => return Err(io_error("inspect", path)(e).into()),
     };
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(path).map_err(io_error("read the link", path))?;

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
+use crate::common::io::io_error;
 use crate::prepare::git::checkout::not_owned;
 use crate::prepare::git::config::{relative_path, set_config};
 use crate::prepare::git::fetch::{Network, Reach};
 use crate::prepare::git::git_cli::GitCli;
-use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{PrepareError, Result, git_error};
 
 /// The repository a submodule belongs to: its git directory and work tree.
@@ -132,7 +132,7 @@ fn clone_submodule_gitdir(
                 .into_owned();
             set_config(&repo, "core.worktree", &to_workdir, &partial)?;
             std::fs::rename(partial.join(".git"), &gitdir)
-                .map_err(io_error("move the new submodule clone to", &gitdir))
+                .map_err(|e| io_error("move the new submodule clone to", &gitdir)(e).into())
         });
     let _ = std::fs::remove_dir_all(&partial);
     cloned
@@ -149,5 +149,5 @@ pub(crate) fn write_gitdir_link(workdir: &Path, gitdir: &Path) -> Result<()> {
     let dotgit = workdir.join(".git");
     let to_gitdir = relative_path(workdir, gitdir);
     std::fs::write(&dotgit, format!("gitdir: {}\n", to_gitdir.display()))
-        .map_err(io_error("write", &dotgit))
+        .map_err(|e| io_error("write", &dotgit)(e).into())
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use git2::Repository;
 
+use crate::common::io::io_error;
 use crate::common::text::join;
-use crate::prepare::report::error::io_error;
 use crate::prepare::report::error::{Result, git_error};
 
 /// Untracked paths under `root`, given every tracked file and every repository path (""

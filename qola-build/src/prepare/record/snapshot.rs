@@ -26,10 +26,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use git2::Repository;
 
+use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::join;
 use crate::prepare::report::error::Result;
-use crate::prepare::report::error::io_error;
 
 const MAGIC: &[u8] = b"qola-snapshot-2\n";
 
@@ -246,7 +246,9 @@ impl Snapshot {
     /// Removes a kept snapshot (before the tree is written, so a stale one never survives).
     pub(crate) fn remove(file: &Path) -> Result<()> {
         match std::fs::remove_file(file) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error("remove", file)(e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(io_error("remove", file)(e).into())
+            }
             _ => Ok(()),
         }
     }

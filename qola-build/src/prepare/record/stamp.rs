@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::prepare::git::state::PathState;
 use crate::prepare::record::key::{KeyComponents, SCHEMA};
 use crate::prepare::report::error::Result;
-use crate::prepare::report::error::io_error;
 
 /// The prepared state as the stamp records it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ impl QolaDir {
     pub(crate) fn clear_marker(&self) -> Result<()> {
         match std::fs::remove_file(self.marker_path()) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(io_error("remove the marker", self.marker_path())(e))
+                Err(io_error("remove the marker", self.marker_path())(e).into())
             }
             _ => Ok(()),
         }

@@ -18,17 +18,10 @@ pub enum PrepareError {
     #[error(transparent)]
     Manifest(#[from] crate::manifest::ManifestError),
 
-    /// A file-system operation failed.
+    /// A failure of the file system, the environment or the cache directory's discovery
+    /// (see `common::failure`).
     #[error(transparent)]
-    Io(#[from] crate::common::io::IoError),
-
-    /// An environment variable has a value qola cannot use.
-    #[error(transparent)]
-    Env(#[from] crate::build_script::EnvError),
-
-    /// No directory for qola's cache could be found.
-    #[error(transparent)]
-    Cache(#[from] crate::cache::NoCacheDir),
+    Failure(#[from] crate::common::failure::Failure),
 
     /// Two options that exclude each other were both given.
     #[error("{first} and {second} were both requested; they exclude each other: drop one")]
@@ -337,9 +330,7 @@ impl PrepareError {
             | PrepareError::PatchFailed { .. } => ErrorKind::Patch,
             PrepareError::Refused(_) => ErrorKind::Refused,
             PrepareError::Manifest(e) => e.kind(),
-            PrepareError::Io(_) => ErrorKind::Io,
-            PrepareError::Env(e) => e.kind(),
-            PrepareError::Cache(e) => e.kind(),
+            PrepareError::Failure(e) => e.kind(),
             PrepareError::Verify { .. } | PrepareError::ChangedWhileWriting { .. } => {
                 ErrorKind::Verify
             }
@@ -413,11 +404,4 @@ fn refused_message(p: &Preparation) -> String {
     m
 }
 
-/// Shorthand for an [`PrepareError::Io`] with a path: `.map_err(io_error("read", &path))?`.
-pub(crate) fn io_error(
-    what: &str,
-    path: impl Into<std::path::PathBuf>,
-) -> impl FnOnce(std::io::Error) -> PrepareError {
-    let io = crate::common::io::io_error(what, path);
-    move |source| PrepareError::Io(io(source))
-}
+crate::failure_from!(PrepareError);

@@ -10,7 +10,8 @@
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::launcher::farm::error::{FarmError, Result, io_error};
+use crate::common::io::io_error;
+use crate::compile::launcher::farm::error::{FarmError, Result};
 
 fn farm_error(problem: String) -> FarmError {
     FarmError::Problem(problem)

@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::build_script::Env;
+use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
-use crate::compile::launcher::farm::error::{FarmError, Result, io_error};
+use crate::compile::launcher::farm::error::{FarmError, Result};
 
 /// The user's sccache config, when it has a `[dist]` section.
 #[derive(Debug, Clone)]

@@ -8,23 +8,13 @@ pub(crate) enum FarmError {
     #[error("compile farm (QOLA_COMPILER_LAUNCHER=sccache with a [dist] config): {0}")]
     Problem(String),
 
-    /// A file-system operation failed.
+    /// A failure of the file system, the environment or the cache directory's discovery
+    /// (see `common::failure`).
     #[error(transparent)]
-    Io(#[from] crate::common::io::IoError),
-
-    /// An environment variable has a value qola cannot use.
-    #[error(transparent)]
-    Env(#[from] crate::build_script::EnvError),
+    Failure(#[from] crate::common::failure::Failure),
 }
 
 /// `Result` with a [`FarmError`].
 pub(crate) type Result<T, E = FarmError> = std::result::Result<T, E>;
 
-/// Shorthand for a [`FarmError::Io`] with a path: `.map_err(io_error("read", &path))?`.
-pub(crate) fn io_error(
-    what: &str,
-    path: impl Into<std::path::PathBuf>,
-) -> impl FnOnce(std::io::Error) -> FarmError {
-    let io = crate::common::io::io_error(what, path);
-    move |source| FarmError::Io(io(source))
-}
+crate::failure_from!(FarmError);

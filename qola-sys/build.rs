@@ -182,6 +182,8 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
     println!("cargo:rerun-if-changed={}", wrappers.display());
     let variants = manifest.variant_filters()?;
     let mut libraries = Vec::new();
+    // The compiler is identified once: by the first module, then handed to the others.
+    let mut toolchain: Option<qola_build::HipToolchain> = None;
     for (module, source, exports) in selected {
         // CK's forward and backward filters differ in form (the backward's has three `@` parts).
         let ck_filter = match env(&format!(
@@ -206,10 +208,12 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
                 ck_filter: ck_filter.as_deref(),
                 variants: &variants,
                 compiler: None,
+                toolchain: toolchain.as_ref(),
                 cargo_metadata: true,
             },
             &api,
         )?;
+        toolchain = Some(library.module.toolchain.clone());
         let name = &library.module.recipe.name;
         let report = library
             .build
@@ -226,6 +230,9 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
         .export("qola_mha_status_string");
     for arch in &archs {
         status.arch(arch);
+    }
+    if let Some(toolchain) = toolchain {
+        status.toolchain(toolchain);
     }
     libraries.push(
         status

@@ -61,6 +61,7 @@ pub fn aiter_module(
         ck_filter: filter,
         variants: &Default::default(),
         compiler: Some(hipcc),
+        toolchain: None,
         cargo_metadata: false,
     })
     .unwrap_or_else(|e| panic!("{e}"))

@@ -45,6 +45,7 @@ fn prepare(
         ck_filter: filter,
         variants: &Default::default(),
         compiler: Some(hipcc),
+        toolchain: None,
         cargo_metadata: false,
     })
     .unwrap_or_else(|e| panic!("{e}"))
@@ -377,6 +378,7 @@ fn forward_variants_generate_exactly_their_instances() {
         ck_filter: None,
         variants: &variants,
         compiler: Some(&hipcc),
+        toolchain: None,
         cargo_metadata: false,
     })
     .unwrap_or_else(|e| panic!("{e}"));

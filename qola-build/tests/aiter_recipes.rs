@@ -124,6 +124,7 @@ fn module(
         ck_filter: None,
         variants: &Default::default(),
         compiler: Some(hipcc),
+        toolchain: None,
         cargo_metadata: false,
     })
 }

@@ -237,6 +237,7 @@ fn ck_instances(root: &Path, hipcc: &Path, place: &Path) -> HipBuild {
         ck_filter: Some(filter),
         variants: &Default::default(),
         compiler: Some(hipcc),
+        toolchain: None,
         cargo_metadata: false,
     })
     .unwrap_or_else(|e| panic!("{e}"));

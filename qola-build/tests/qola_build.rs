@@ -623,3 +623,32 @@ fn another_rocm_than_the_manifest_lists_is_a_warning_and_with_require_rocm_an_er
     );
     assert!(!out.join("lib").exists(), "nothing is built: {text}");
 }
+
+/// One `qola plan` (or build) of several modules resolves its settings once: the manifest is
+/// read once and the compiler asked its `--version` once (a wrapper around the sid toolchain
+/// counts), not once per module and again per library.
+#[test]
+fn a_plan_of_two_modules_asks_the_compiler_its_version_once() {
+    let Some((real, hipcc, tmp, out)) = start("version once") else {
+        return;
+    };
+    let counted = tmp.path().join("versions");
+    let wrapper = tmp.path().join("hipcc");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" --version \"*) echo asked >> '{}' ;; esac\nexec '{}' \"$@\"\n",
+            counted.display(),
+            hipcc.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let te = manifest(tmp.path(), &real, "te", BACKWARD);
+    let plan = qola("plan", &wrapper, &te, &out).output().unwrap();
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    assert!(stderr(&plan).contains("te_libmha_bwd"), "{}", stderr(&plan));
+    let asked = std::fs::read_to_string(&counted).unwrap_or_default();
+    assert_eq!(asked.lines().count(), 1, "{}", stderr(&plan));
+}

@@ -145,7 +145,7 @@ impl AiterModule {
     pub fn hip_build(&self) -> crate::compile::HipBuild {
         let mut build = crate::compile::HipBuild::new();
         build
-            .compiler(&self.toolchain.path)
+            .toolchain(self.toolchain.clone())
             .files(&self.sources)
             .root("aiter", &self.root)
             .root("gen", &self.gen_dir)
@@ -189,6 +189,9 @@ pub struct AiterModuleSpec<'a> {
     pub variants: &'a crate::manifest::VariantFilters,
     /// The HIP compiler (default: found as [`crate::compile::HipBuild`] finds it).
     pub compiler: Option<&'a Path>,
+    /// The HIP compiler, already identified (over `compiler`): an entry point building several
+    /// modules identifies it once.
+    pub toolchain: Option<&'a HipToolchain>,
     /// Print Cargo directives (inside a build script).
     pub cargo_metadata: bool,
 }
@@ -200,9 +203,10 @@ pub struct AiterModuleSpec<'a> {
 pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
     let directives = crate::build_script::Directives::new(spec.cargo_metadata);
     let env = Env::new(&directives);
-    let toolchain = match spec.compiler {
-        Some(path) => HipToolchain::identify(path)?,
-        None => HipToolchain::find(&env)?,
+    let toolchain = match (spec.toolchain, spec.compiler) {
+        (Some(identified), _) => identified.clone(),
+        (None, Some(path)) => HipToolchain::identify(path)?,
+        (None, None) => HipToolchain::find(&env)?,
     };
     check_ck_toolchain(&toolchain)?;
     let recipe = recipe_of(spec, &env)?;

@@ -139,6 +139,8 @@ struct Selected<'m> {
 /// Everything resolved before the modules are built.
 struct Inputs {
     manifest: Manifest,
+    /// The compiler, identified once for every module.
+    toolchain: HipToolchain,
     root: PathBuf,
     archs: Vec<String>,
     cache: PathBuf,
@@ -242,13 +244,13 @@ impl OutputBuild {
         if self.skip_checkout {
             prepare.skip(true);
         }
+        // One resolution of the settings, one read of the manifest, for the whole build.
         let settings = prepare.settings(env, directives)?;
-        let manifest_path = settings
-            .manifest_path
-            .clone()
-            .ok_or(ManifestError::Missing)?;
-        let manifest = Manifest::from_path(&manifest_path)?;
-        let prepared = prepare.try_prepare()?;
+        if settings.manifest_path.is_none() {
+            return Err(ManifestError::Missing.into());
+        }
+        let prepared = prepare.prepare_with(&settings, env, directives)?;
+        let manifest = settings.manifest;
         for warning in &prepared.warnings {
             eprintln!("qola: warning: {warning}");
         }
@@ -262,6 +264,7 @@ impl OutputBuild {
         let variants = manifest.variant_filters()?;
         Ok(Inputs {
             manifest,
+            toolchain: HipToolchain::find(env)?,
             root: prepared.root,
             archs,
             cache,
@@ -339,6 +342,7 @@ impl OutputBuild {
             ck_filter: filter.as_deref(),
             variants: &ctx.variants,
             compiler: None,
+            toolchain: Some(&ctx.toolchain),
             cargo_metadata: false,
         };
         let api = Api::Cpp {
@@ -363,8 +367,7 @@ impl OutputBuild {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let ctx = self.inputs(&env, &directives)?;
-        let toolchain = HipToolchain::find(&env)?;
-        self.check_rocm(&ctx.manifest, &toolchain)?;
+        self.check_rocm(&ctx.manifest, &ctx.toolchain)?;
         let selected = self.select(&env, &ctx)?;
         std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
         write_public_headers(
@@ -455,7 +458,7 @@ impl OutputBuild {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let ctx = self.inputs(&env, &directives)?;
-        self.check_rocm(&ctx.manifest, &HipToolchain::find(&env)?)?;
+        self.check_rocm(&ctx.manifest, &ctx.toolchain)?;
         let mut plans = Vec::new();
         for s in self.select(&env, &ctx)? {
             let lib = self.assemble(&env, &ctx, &s)?;
@@ -504,9 +507,11 @@ pub fn check_groups(prepare: &Prepare, groups: &[String]) -> Result<()> {
     let directives = Directives::new(false);
     let env = Env::new(&directives);
     let settings = prepare.settings(&env, &directives)?;
-    let path = settings.manifest_path.ok_or(ManifestError::Missing)?;
+    if settings.manifest_path.is_none() {
+        return Err(ManifestError::Missing.into());
+    }
     let groups = group_list(groups.iter().map(String::as_str));
-    groups_exist(&Manifest::from_path(&path)?, &groups)
+    groups_exist(&settings.manifest, &groups)
 }
 
 /// Group names from lists as QoLA reads them (`"mha;gemm"`, `--group` or `QOLA_BUILD_GROUPS`:

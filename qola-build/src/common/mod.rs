@@ -8,6 +8,7 @@ pub(crate) mod hooks;
 pub(crate) mod io;
 pub(crate) mod kind;
 pub(crate) mod lock;
+pub(crate) mod precedence;
 pub(crate) mod text;
 pub(crate) mod time;
 pub(crate) mod tree_path;

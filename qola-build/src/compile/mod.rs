@@ -55,6 +55,7 @@ pub use error::CompileError;
 pub use launcher::LauncherHits;
 pub use launcher::farm::FarmReport;
 pub use report::{CompilePlan, CompileReport, PlannedUnit, UnitReport};
+use toolchain::HipToolchain;
 
 /// An incremental HIP library build (see the module docs).
 ///
@@ -78,6 +79,7 @@ pub struct HipBuild {
     archs: Vec<String>,
     manifest_archs: Vec<String>,
     compiler: Option<PathBuf>,
+    toolchain: Option<HipToolchain>,
     launcher: Option<String>,
     cache_dir: Option<PathBuf>,
     out_dir: Option<PathBuf>,
@@ -111,6 +113,7 @@ impl HipBuild {
             archs: Vec::new(),
             manifest_archs: Vec::new(),
             compiler: None,
+            toolchain: None,
             launcher: None,
             cache_dir: None,
             out_dir: None,
@@ -264,6 +267,14 @@ impl HipBuild {
     /// Off by default; AITER's modules turn it on.
     pub fn precompile_shared_includes(&mut self, on: bool) -> &mut HipBuild {
         self.host_pch = on;
+        self
+    }
+
+    /// A compiler already identified ([`HipToolchain::identify`], [`HipToolchain::find`]): used
+    /// as it is, not asked again (over [`HipBuild::compiler`] and `HIPCC`). An entry point
+    /// that builds several libraries identifies its compiler once and hands it to each.
+    pub fn toolchain(&mut self, toolchain: HipToolchain) -> &mut HipBuild {
+        self.toolchain = Some(toolchain);
         self
     }
 

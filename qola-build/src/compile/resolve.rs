@@ -8,6 +8,7 @@ use crate::build_script::{Directives, Env, EnvError};
 use crate::common::depfile;
 use crate::common::hooks::Hooks;
 use crate::common::io::io_error;
+use crate::common::precedence::Setting;
 use crate::compile::HipBuild;
 use crate::compile::cache::ObjectCache;
 use crate::compile::cache::key::Settings;
@@ -47,23 +48,21 @@ impl Resolved {
     /// Resolves `build`'s output directory, cache, compiler, architectures (probed), roots and
     /// arguments, launcher and parallelism.
     pub(crate) fn new(build: &HipBuild, env: &Env) -> Result<Resolved> {
-        let out_dir = match &build.out_dir {
-            Some(dir) => dir.clone(),
-            None => env
-                .var_os("OUT_DIR")
-                .map(PathBuf::from)
-                .ok_or(CompileError::NoOutDir)?,
-        };
+        let out_dir = Setting::argument(build.out_dir.clone())
+            .environment(|| Ok::<_, CompileError>(env.var_os("OUT_DIR").map(PathBuf::from)))?
+            .value()
+            .ok_or(CompileError::NoOutDir)?;
         std::fs::create_dir_all(&out_dir).map_err(io_error("create", &out_dir))?;
         // Canonical like the sources and headers, so those under OUT_DIR are recognized.
         let out_dir = full_path(&out_dir)?;
-        let cache = match &build.cache_dir {
-            Some(dir) => dir.clone(),
+        let cache = match Setting::argument(build.cache_dir.clone()).value() {
+            Some(dir) => dir,
             None => crate::cache::dir(env)?,
         };
-        let toolchain = match &build.compiler {
-            Some(path) => HipToolchain::identify(path)?,
-            None => HipToolchain::find(env)?,
+        let toolchain = match (&build.toolchain, &build.compiler) {
+            (Some(identified), _) => identified.clone(),
+            (None, Some(path)) => HipToolchain::identify(path)?,
+            (None, None) => HipToolchain::find(env)?,
         };
         let roots = Resolved::roots(build, env, &out_dir, &cache)?;
         let target = host_triple();
@@ -82,27 +81,27 @@ impl Resolved {
         // Debug information names the compile's directory: the links' directory is `.`.
         args.push("-fdebug-compilation-dir=.".to_string());
         args.extend(archs.iter().map(|a| format!("--offload-arch={a}")));
-        let words: Vec<String> = match &build.launcher {
-            Some(l) => l.split_whitespace().map(String::from).collect(),
-            None => env
-                .var("QOLA_COMPILER_LAUNCHER")?
-                .map(|l| l.split_whitespace().map(String::from).collect())
-                .unwrap_or_default(),
-        };
+        let words: Vec<String> = Setting::argument(build.launcher.clone())
+            .environment(|| env.var("QOLA_COMPILER_LAUNCHER"))?
+            .or(String::new)
+            .split_whitespace()
+            .map(String::from)
+            .collect();
         let launcher = Launcher::decide(env, words, roots.dir())?;
-        let num_jobs: Option<usize> = env
-            .var("NUM_JOBS")
-            .ok()
-            .flatten()
-            .and_then(|n| n.parse().ok());
-        let (limit, limit_source) = match (build.jobs, num_jobs) {
-            (Some(n), _) => (n, format!(".jobs({n})")),
-            (None, Some(n)) => (n, format!("NUM_JOBS={n}")),
-            (None, None) => {
-                let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-                (n, format!("{n} CPUs"))
-            }
-        };
+        let (limit, limit_source) =
+            Setting::argument(build.jobs.map(|n| (n, format!(".jobs({n})"))))
+                .environment(|| {
+                    let n: Option<usize> = env
+                        .var("NUM_JOBS")
+                        .ok()
+                        .flatten()
+                        .and_then(|n| n.parse().ok());
+                    Ok::<_, EnvError>(n.map(|n| (n, format!("NUM_JOBS={n}"))))
+                })?
+                .or(|| {
+                    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    (n, format!("{n} CPUs"))
+                });
         let env_memory = match env.var("QOLA_JOB_MEMORY_MB")? {
             Some(mb) => Some(
                 mb.trim().parse::<u64>().map_err(|_| EnvError {
@@ -135,10 +134,9 @@ impl Resolved {
             max_cache_size,
             hooks: Hooks::from_env(|name| env.var(name).ok().flatten()),
             host_pch: build.host_pch,
-            timings: match build.timings {
-                Some(on) => on,
-                None => env.flag("QOLA_TIMINGS")?,
-            },
+            timings: Setting::argument(build.timings)
+                .environment(|| env.flag("QOLA_TIMINGS").map(Some))?
+                .or(|| false),
         })
     }
 

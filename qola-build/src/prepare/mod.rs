@@ -83,6 +83,16 @@ impl Prepare {
     fn prepare_emitting(&self, directives: &Directives) -> Result<Preparation> {
         let env = Env::new(directives);
         let settings = self.settings(&env, directives)?;
+        self.prepare_with(&settings, &env, directives)
+    }
+
+    /// Prepares the tree `settings` (resolved by the caller, with its manifest parsed) name.
+    pub(crate) fn prepare_with(
+        &self,
+        settings: &Settings,
+        env: &Env,
+        directives: &Directives,
+    ) -> Result<Preparation> {
         let _lock = lock_checkout(&settings.root, |lock, who| {
             directives.warning(&format!(
                 "waiting for another qola preparation of {} to finish (lock {}, held by {who})",
@@ -91,7 +101,7 @@ impl Prepare {
             ))
         })?;
         remove_partial_clones(&settings.root);
-        let run = Run::new(&settings, &env, directives, Mode::Prepare)?;
+        let run = Run::new(settings, env, directives, Mode::Prepare)?;
         // What an interrupted run left is dealt with first (see `journal`): rolled back, or a
         // first clone finished.
         let resumed = match open_checkout(&settings.root)? {

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::build_script::Directives;
-use crate::build_script::Env;
+use crate::build_script::{Env, EnvError};
+use crate::common::precedence::Setting;
 use crate::manifest::Manifest;
 use crate::prepare::git::url::{clone_url, normalize_url};
 use crate::prepare::patch::{SeriesSource, locate};
@@ -136,15 +137,13 @@ impl Prepare {
         self
     }
 
-    /// Resolves every setting, reading the environment through `env`.
+    /// Resolves every setting, reading the environment through `env`, each with QoLA's
+    /// precedence (`common::precedence`); the manifest is read here, once.
     pub(crate) fn settings(&self, env: &Env, directives: &Directives) -> Result<Settings> {
-        let manifest_path = match &self.manifest {
-            Some(path) => Some(path.clone()),
-            None => match env.var_os("QOLA_MANIFEST") {
-                Some(path) => Some(PathBuf::from(path)),
-                None => default_manifest(env, self.cargo_metadata),
-            },
-        };
+        let manifest_path = Setting::argument(self.manifest.clone())
+            .environment(|| Ok::<_, PrepareError>(env.var_os("QOLA_MANIFEST").map(PathBuf::from)))?
+            .value()
+            .or_else(|| default_manifest(env, self.cargo_metadata));
         let manifest = match &manifest_path {
             Some(path) => {
                 directives.rerun_if_changed(path);
@@ -152,70 +151,75 @@ impl Prepare {
             }
             None => Manifest::default(),
         };
-        let url = match &self.url {
-            Some(url) => url.clone(),
-            None => env
-                .var("QOLA_AITER_URL")?
-                .or(manifest.qola.aiter_url.clone())
-                .unwrap_or_else(|| DEFAULT_AITER_URL.to_string()),
-        };
-        let commit = match &self.commit {
-            Some(commit) => Some(commit.clone()),
-            None => env
-                .var("QOLA_AITER_COMMIT")?
-                .or(manifest.qola.aiter_commit.clone()),
-        };
+        let url = Setting::argument(self.url.clone())
+            .environment(|| env.var("QOLA_AITER_URL"))?
+            .manifest(|| manifest.qola.aiter_url.clone())
+            .or(|| DEFAULT_AITER_URL.to_string());
+        let commit = Setting::argument(self.commit.clone())
+            .environment(|| env.var("QOLA_AITER_COMMIT"))?
+            .manifest(|| manifest.qola.aiter_commit.clone())
+            .value();
         let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
-        // A manifest without `patches_dir` gets qola's own series, as QoLA falls back to its own.
-        let series = match &self.patches_dir {
-            Some(dir) => SeriesSource::Dir(absolute(dir.clone())),
-            None => match (env.var_os("QOLA_PATCHES_DIR"), &manifest.qola.patches_dir) {
-                (Some(dir), _) => SeriesSource::Dir(absolute(PathBuf::from(dir))),
-                (None, Some(written)) => {
-                    let manifest_file = absolute(manifest.path.clone());
-                    // A working directory that is gone has no reading of its own.
-                    let cwd = std::env::current_dir().unwrap_or_else(|_| {
-                        manifest_file.parent().unwrap_or(Path::new("/")).into()
-                    });
-                    let (dir, warning) = locate(written, &manifest_file, &cwd)?;
-                    if let Some(warning) = warning {
-                        directives.warning(&warning);
-                    }
-                    SeriesSource::Dir(absolute(dir))
+        // A manifest without `patches_dir` gets qola's own series, as QoLA falls back to its own;
+        // a relative one is found as `locate` says (the manifest's layer can refuse: two
+        // different series).
+        let given = Setting::argument(self.patches_dir.clone())
+            .environment(|| {
+                Ok::<_, PrepareError>(env.var_os("QOLA_PATCHES_DIR").map(PathBuf::from))
+            })?
+            .value();
+        let series = match (given, &manifest.qola.patches_dir) {
+            (Some(dir), _) => SeriesSource::Dir(absolute(dir)),
+            (None, Some(written)) => {
+                let manifest_file = absolute(manifest.path.clone());
+                // A working directory that is gone has no reading of its own.
+                let cwd = std::env::current_dir()
+                    .unwrap_or_else(|_| manifest_file.parent().unwrap_or(Path::new("/")).into());
+                let (dir, warning) = locate(written, &manifest_file, &cwd)?;
+                if let Some(warning) = warning {
+                    directives.warning(&warning);
                 }
-                (None, None) if manifest_path.is_some() => SeriesSource::Bundled,
-                (None, None) => SeriesSource::None,
-            },
+                SeriesSource::Dir(absolute(dir))
+            }
+            (None, None) if manifest_path.is_some() => SeriesSource::Bundled,
+            (None, None) => SeriesSource::None,
         };
         let clone_url = clone_url(&url);
         let normalized = normalize_url(&clone_url);
-        let cache = match &self.cache_dir {
-            Some(dir) => Some(dir.clone()),
-            None => crate::cache::find(env),
+        let cache = Setting::argument(self.cache_dir.clone())
+            .value()
+            .or_else(|| crate::cache::find(env));
+        let root = match Setting::argument(self.root.clone())
+            .environment(|| {
+                Ok::<_, PrepareError>(env.var_os("QOLA_AITER_ROOT").map(PathBuf::from))
+            })?
+            .value()
+        {
+            Some(root) => root,
+            None => default_root(
+                cache.as_deref().ok_or(crate::cache::NoCacheDir)?,
+                &normalized,
+            ),
         };
-        let root = match &self.root {
-            Some(root) => root.clone(),
-            None => match env.var_os("QOLA_AITER_ROOT") {
-                Some(root) => PathBuf::from(root),
-                None => default_root(
-                    cache.as_deref().ok_or(crate::cache::NoCacheDir)?,
-                    &normalized,
-                ),
-            },
-        };
-        let skip = match self.skip {
-            Some(skip) => skip,
-            None => env.flag("QOLA_SKIP_PREPARE")?,
-        };
-        let force = match self.force {
-            Some(force) => force,
-            // The name of the seed of TransformerEngine's QoLA integration, read as QoLA's.
-            None => env.flag("QOLA_FORCE_PREPARE")? || env.flag("QOLA_FORCE_AITER_CHECKOUT")?,
-        };
-        let offline = match self.offline {
-            Some(offline) => offline,
-            None => env.flag("QOLA_OFFLINE")? || env.flag("CARGO_NET_OFFLINE")?,
-        };
+        let skip = Setting::argument(self.skip)
+            .environment(|| env.flag("QOLA_SKIP_PREPARE").map(Some))?
+            .or(|| false);
+        // QOLA_FORCE_AITER_CHECKOUT: the name of the seed of TransformerEngine's QoLA
+        // integration, read as QoLA's.
+        let force = Setting::argument(self.force)
+            .environment(|| {
+                Ok::<_, EnvError>(Some(
+                    env.flag("QOLA_FORCE_PREPARE")? || env.flag("QOLA_FORCE_AITER_CHECKOUT")?,
+                ))
+            })?
+            .or(|| false);
+        let offline = Setting::argument(self.offline)
+            .environment(|| {
+                Ok::<_, EnvError>(Some(
+                    env.flag("QOLA_OFFLINE")? || env.flag("CARGO_NET_OFFLINE")?,
+                ))
+            })?
+            .or(|| false);
         if skip && force {
             return Err(PrepareError::ConflictingOptions {
                 first: "QOLA_SKIP_PREPARE=1 (--skip)".to_string(),
@@ -224,6 +228,7 @@ impl Prepare {
         }
         Ok(Settings {
             manifest_path: manifest_path.map(absolute),
+            manifest,
             clone_url,
             url: normalized,
             commit,
@@ -270,6 +275,8 @@ pub(crate) fn canonical_root(path: &Path) -> PathBuf {
 pub(crate) struct Settings {
     /// The manifest read, if any.
     pub manifest_path: Option<PathBuf>,
+    /// The manifest, parsed (the default when there is none): read once per entry point.
+    pub manifest: Manifest,
     /// The URL given to `git clone` (local paths made absolute).
     pub clone_url: String,
     /// The URL as the key records it.

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Output;
 
 use common::*;
+use qola_tests::ManifestText;
 
 fn run(s: &Setup, verb: &str, extra: &[&str]) -> Output {
     explicit(s, verb, extra).output().expect("run qola")
@@ -17,21 +18,11 @@ fn run(s: &Setup, verb: &str, extra: &[&str]) -> Output {
 /// `te.toml` for the demo upstream pinning `commit`, with the demo's series when `patches`
 /// (else none: qola's own), then `extra`.
 fn demo_manifest(s: &Setup, commit: &str, patches: bool, extra: &str) -> std::path::PathBuf {
-    let path = s.tmp.path().join("te.toml");
-    let series = if patches {
-        format!("patches_dir = \"{}\"\n", s.demo.patches.display())
-    } else {
-        String::new()
-    };
-    std::fs::write(
-        &path,
-        format!(
-            "[qola]\naiter_commit = \"{commit}\"\naiter_url = \"{}\"\n{series}{extra}",
-            s.demo.aiter.display()
-        ),
-    )
-    .unwrap();
-    path
+    let mut manifest = ManifestText::new(commit, &s.demo.aiter);
+    if patches {
+        manifest = manifest.set("patches_dir", &s.demo.patches);
+    }
+    manifest.raw(extra).write(s.tmp.path().join("te.toml"))
 }
 
 fn json(output: &Output) -> serde_json::Value {
@@ -120,15 +111,9 @@ fn environment_overrides_the_manifest_and_arguments_override_the_environment() {
     let s = setup();
     let newer = s.demo.commit_aiter("NEWS.md", "news\n", "news");
     let newest = s.demo.commit_aiter("NEWS.md", "more news\n", "more news");
-    std::fs::write(
-        s.tmp.path().join("qola.toml"),
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"upstream/patches\"\n",
-            s.demo.commit,
-            s.demo.aiter.display()
-        ),
-    )
-    .unwrap();
+    ManifestText::new(&s.demo.commit, &s.demo.aiter)
+        .set("patches_dir", "upstream/patches")
+        .write(s.tmp.path().join("qola.toml"));
     let root = s.root.to_string_lossy().to_string();
     // The manifest alone (found as ./qola.toml).
     let out = qola(&s, &["prepare", "--json"])
@@ -152,14 +137,9 @@ fn environment_overrides_the_manifest_and_arguments_override_the_environment() {
     assert_eq!(json(&out)["commit"], newest.as_str());
     // QOLA_MANIFEST over ./qola.toml.
     let other = s.tmp.path().join("other.toml");
-    std::fs::write(
-        &other,
-        format!(
-            "[qola]\naiter_commit = \"{newer}\"\naiter_url = \"{}\"\npatches_dir = \"upstream/patches\"\n",
-            s.demo.aiter.display()
-        ),
-    )
-    .unwrap();
+    ManifestText::new(&newer, &s.demo.aiter)
+        .set("patches_dir", "upstream/patches")
+        .write(&other);
     let out = qola(&s, &["status", "--json"])
         .env("QOLA_AITER_ROOT", &root)
         .env("QOLA_MANIFEST", &other)
@@ -307,16 +287,9 @@ fn cmake_configures_with_qola_and_reconfigures_when_a_patch_changes() {
     };
     let s = setup();
     let manifest = s.tmp.path().join("qola.toml");
-    write(
-        s.tmp.path(),
-        "qola.toml",
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"{}\"\n",
-            s.demo.commit,
-            s.demo.aiter.display(),
-            s.demo.patches.display()
-        ),
-    );
+    ManifestText::new(&s.demo.commit, &s.demo.aiter)
+        .set("patches_dir", &s.demo.patches)
+        .write(&manifest);
     let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cmake");
     let build = s.tmp.path().join("build");
     let run = |args: &[&str]| {
@@ -506,16 +479,9 @@ fn a_series_found_only_from_the_working_directory_is_used_with_a_warning() {
     for entry in std::fs::read_dir(&s.demo.patches).unwrap().flatten() {
         std::fs::copy(entry.path(), build.join("series").join(entry.file_name())).unwrap();
     }
-    let manifest = project.join("te.toml");
-    write(
-        &project,
-        "te.toml",
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\npatches_dir = \"series\"\n",
-            s.demo.commit,
-            s.demo.aiter.display()
-        ),
-    );
+    let manifest = ManifestText::new(&s.demo.commit, &s.demo.aiter)
+        .set("patches_dir", "series")
+        .write(project.join("te.toml"));
     let out = qola(&s, &["prepare", "--json", "-m"])
         .arg(&manifest)
         .arg("--root")

@@ -240,14 +240,10 @@ fn qola_sys_stops_before_preparing_when_an_aiter_module_cannot_be_built() {
     // A manifest with modules makes `aiter` the default (no QOLA_KERNELS here). No AITER source
     // is reachable: had preparation run first, it would fail on the fetch instead.
     let manifest = tmp.path().join("aiter.toml");
-    qola_tests::write(
-        tmp.path(),
-        "aiter.toml",
-        format!(
-            "[qola]\naiter_commit = \"05a0d1f\"\naiter_url = \"{}\"\n\n[[modules]]\nname = \"libmha_fwd\"\n\n[[modules]]\nname = \"module_rmsnorm\"\n",
-            tmp.path().join("no-such-upstream").display()
-        ),
-    );
+    qola_tests::ManifestText::new("05a0d1f", tmp.path().join("no-such-upstream"))
+        .module("libmha_fwd", "")
+        .module("module_rmsnorm", "")
+        .write(&manifest);
     for (modules, expected) in [
         (
             "module_rmsnorm",

@@ -309,15 +309,11 @@ fn narrow_aiter_forward_on_the_farm(sid: &Path, sccache: &Path, tmp: &Path) {
         return;
     };
     let manifest = tmp.join("farm.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\nnamespace = \"farm\"\n\n[build]\narchitectures = [\"gfx942\"]\n\n[[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n",
-            real.commit,
-            real.upstream.display()
-        ),
-    )
-    .unwrap();
+    qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "farm")
+        .archs(&["gfx942"])
+        .narrow_forward()
+        .write(&manifest);
     let fixtures = qola_tests::fixtures_dir();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_qola"))
         .args(["build", "-m"])

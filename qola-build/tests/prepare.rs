@@ -411,14 +411,10 @@ fn manifest_field_change_names_the_field() {
     let s = setup();
     let manifest = s.tmp.path().join("qola.toml");
     let write_manifest = |url: &str| {
-        std::fs::write(
-            &manifest,
-            format!(
-                "[qola]\naiter_commit = \"{}\"\naiter_url = \"{url}\"\npatches_dir = \"upstream/patches\"\nnamespace = \"te\"\n",
-                s.demo.commit
-            ),
-        )
-        .unwrap();
+        qola_tests::ManifestText::new(&s.demo.commit, url)
+            .set("patches_dir", "upstream/patches")
+            .set("namespace", "te")
+            .write(&manifest);
     };
     let options = || {
         let mut o = qola_build::Prepare::new();

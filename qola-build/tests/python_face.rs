@@ -139,15 +139,10 @@ fn te_builds_with_python_m_qola_cli_from_the_wheel_with_no_qola_on_its_path() {
 
     // TE's gemm backend: checkout, then build --skip-checkout, with TE's flags.
     let manifest = tmp.path().join("te.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\nnamespace = \"te\"\n\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"mha\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n",
-            real.commit,
-            real.upstream.display()
-        ),
-    )
-    .unwrap();
+    qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .narrow_forward()
+        .write(&manifest);
     let aiter = fixtures_dir().join("aiter-narrow");
     let out = tmp.path().join("qola-out");
     let with_toolchain = |mut command: Command| {

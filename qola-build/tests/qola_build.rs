@@ -17,17 +17,12 @@ use qola_tests::{NARROW_BWD_FILTER, NARROW_FWD_FILTER, fixtures_dir};
 const QOLA: &str = env!("CARGO_BIN_EXE_qola");
 
 fn manifest(dir: &Path, real: &qola_tests::RealAiter, namespace: &str, extra: &str) -> PathBuf {
-    let path = dir.join(format!("{namespace}.toml"));
-    std::fs::write(
-        &path,
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\nnamespace = \"{namespace}\"\n\n[build]\narchitectures = [\"gfx942\"]\n\n[[modules]]\nname = \"libmha_fwd\"\ngroup = \"mha\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n{extra}",
-            real.commit,
-            real.upstream.display()
-        ),
-    )
-    .unwrap();
-    path
+    qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", namespace)
+        .archs(&["gfx942"])
+        .narrow_forward()
+        .raw(extra)
+        .write(dir.join(format!("{namespace}.toml")))
 }
 
 /// `qola <verb> -m manifest -a <fixture checkout> -o out`, with the sid toolchain, qola's

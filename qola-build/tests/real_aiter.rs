@@ -259,15 +259,7 @@ fn a_manifest_without_patches_dir_gets_qolas_own_series_which_is_no_build_input(
     };
     let tmp = tempfile::tempdir().unwrap();
     let manifest = tmp.path().join("qola.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\n",
-            real.commit,
-            real.upstream.display()
-        ),
-    )
-    .unwrap();
+    qola_tests::ManifestText::new(&real.commit, &real.upstream).write(&manifest);
     let root = tmp.path().join("aiter");
     let p = Prepare::new()
         .manifest(&manifest)

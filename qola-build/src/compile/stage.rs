@@ -61,9 +61,12 @@ pub(super) fn stage(
 ) -> Result<Staged> {
     let mut env = resolved.launcher.env().to_vec();
     if units.iter().any(|u| u.plan.compiles()) {
-        // Compilers' temporary files go to the build's scratch, removed when it ends.
+        // Compilers' temporary files go to the build's scratch, removed when it ends; not on a
+        // farm, whose servers get the compile's environment but have no such directory.
         let tmpdir = objects.compile_tmpdir()?;
-        env.push(("TMPDIR".to_string(), tmpdir.display().to_string()));
+        if !resolved.launcher.distributes() {
+            env.push(("TMPDIR".to_string(), tmpdir.display().to_string()));
+        }
         // Where the launcher answered each compile from, for the timings report.
         if let (true, Some(var)) = (resolved.timings, resolved.launcher.unit_log_var()) {
             env.push((var.to_string(), launcher_log(&tmpdir).display().to_string()));

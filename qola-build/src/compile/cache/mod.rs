@@ -30,7 +30,8 @@
 //! After a build stores objects, and on `qola cache --clear`, the least recently used objects
 //! are evicted under the cache's lock until everything (objects, records, scratch) fits
 //! `QOLA_CACHE_MAX_SIZE`; objects a live lease names are never evicted. A build's scratch
-//! (`tmp/<its lease>/`: objects being compiled, depfiles, the compilers' `TMPDIR`) goes when
+//! (`tmp/<its lease>/`: objects being compiled, depfiles, the compilers' `TMPDIR` except on a
+//! farm, whose servers have their own) goes when
 //! it ends; what a killed build left is removed by the next build that compiles and by `qola
 //! cache --clear`. Each build's hits and compiles are kept in `builds.json` (the last 50) for
 //! `qola cache` (see `usage`).

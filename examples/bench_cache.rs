@@ -11,22 +11,17 @@
 //! Run it in two worktrees one after the other (this commit and the one before a change) to
 //! compare them in one run: it uses only `HipBuild`'s public builder.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use qola_build::HipBuild;
+use qola_tests::BuiltinKernels;
 
-fn build(kernels: &Path, cache: &Path, out: &Path) -> (usize, Duration) {
-    let sources: Vec<PathBuf> = std::fs::read_dir(kernels)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "hip"))
-        .collect();
+fn build(kernels: &BuiltinKernels, cache: &Path, out: &Path) -> (usize, Duration) {
     let start = Instant::now();
     let report = HipBuild::new()
-        .files(sources)
-        .include(kernels.join("include"))
+        .files(&kernels.sources)
+        .include(&kernels.include)
         .flag("-std=c++17")
         .flag("-fvisibility=hidden")
         .arch(&std::env::var("GPU_ARCHS").unwrap_or_else(|_| "gfx90a".to_string()))
@@ -51,7 +46,7 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(15);
     let tmp = tempfile::tempdir().unwrap();
-    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels");
+    let kernels = BuiltinKernels::of_qola_sys();
     let cache = tmp.path().join("cache");
     let (cold, cold_time) = build(&kernels, &cache, &tmp.path().join("out-0"));
     let (mut noop, mut all_hits) = (Vec::new(), Vec::new());

@@ -7,23 +7,18 @@
 //! cargo run --release -p qola-examples --example bench_timings
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use qola_build::HipBuild;
+use qola_tests::BuiltinKernels;
 
-fn build(kernels: &Path, dir: &Path, timings: bool) -> (Duration, Option<f64>) {
+fn build(kernels: &BuiltinKernels, dir: &Path, timings: bool) -> (Duration, Option<f64>) {
     let _ = std::fs::remove_dir_all(dir);
-    let sources: Vec<PathBuf> = std::fs::read_dir(kernels)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "hip"))
-        .collect();
     let start = Instant::now();
     let report = HipBuild::new()
-        .files(sources)
-        .include(kernels.join("include"))
+        .files(&kernels.sources)
+        .include(&kernels.include)
         .flag("-std=c++17")
         .arch("gfx90a")
         .jobs(2)
@@ -54,7 +49,7 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(7);
     let tmp = tempfile::tempdir().unwrap();
-    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels");
+    let kernels = BuiltinKernels::of_qola_sys();
     let (mut off, mut on, mut written) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         off.push(build(&kernels, &tmp.path().join("off"), false).0);

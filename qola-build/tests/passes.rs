@@ -17,6 +17,22 @@ use qola_build::aiter::{AiterModuleSpec, prepare_module};
 use qola_build::{CompileReport, HipBuild};
 use qola_tests::{HipProject, hipcc_available};
 
+/// The objects the child build `child` compiled into `out` (its `qola-test-object <path>`
+/// lines), in order.
+fn child_objects(child: &mut Command, out: &Path) -> Vec<Vec<u8>> {
+    let output = child.env("QOLA_TEST_OUT", out).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("qola-test-object "))
+        .map(|p| std::fs::read(p).unwrap())
+        .collect()
+}
+
 /// Each unit's object bytes, by source file name.
 fn objects(report: &CompileReport) -> Vec<(String, Vec<u8>)> {
     report
@@ -87,26 +103,11 @@ fn a_unit_split_into_its_passes_is_the_one_call_s_bytes_in_every_place_with_debi
         "{:?}",
         split.units.iter().map(|u| &u.passes).collect::<Vec<_>>()
     );
-    let single = {
-        let mut child = common::child(
-            "a_unit_split_into_its_passes_is_the_one_call_s_bytes_in_every_place_with_debian_hipcc",
-        );
-        child.env("QOLA_TEST_WHICH", "debian");
-        let output = child
-            .env("QOLA_TEST_OUT", tmp.path().join("there"))
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|l| l.strip_prefix("qola-test-object "))
-            .map(|p| std::fs::read(p).unwrap())
-            .collect::<Vec<_>>()
-    };
+    let mut child = common::child(
+        "a_unit_split_into_its_passes_is_the_one_call_s_bytes_in_every_place_with_debian_hipcc",
+    );
+    child.env("QOLA_TEST_WHICH", "debian");
+    let single = child_objects(&mut child, &tmp.path().join("there"));
     let split_bytes: Vec<Vec<u8>> = objects(&split).into_iter().map(|(_, b)| b).collect();
     assert_eq!(split_bytes.len(), 3);
     assert!(
@@ -179,22 +180,7 @@ fn composable_kernel_instances_split_with_dead_passes_and_a_shared_header_are_th
         "composable_kernel_instances_split_with_dead_passes_and_a_shared_header_are_the_one_call_s_bytes",
     );
     child.env("QOLA_TEST_WHICH", "ck");
-    let single = {
-        let output = child
-            .env("QOLA_TEST_OUT", tmp.path().join("there"))
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|l| l.strip_prefix("qola-test-object "))
-            .map(|p| std::fs::read(p).unwrap())
-            .collect::<Vec<_>>()
-    };
+    let single = child_objects(&mut child, &tmp.path().join("there"));
     let split_bytes: Vec<Vec<u8>> = objects(&split).into_iter().map(|(_, b)| b).collect();
     assert_eq!(split_bytes.len(), 2);
     assert!(

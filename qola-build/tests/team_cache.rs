@@ -41,20 +41,6 @@ fn with_env(command: &mut Command, env: &[(String, String)]) {
     command.envs(env.iter().map(|(k, v)| (k, v)));
 }
 
-/// The counter `name` of `ccache --print-stats` for the cache in `dir`.
-fn ccache_counter(dir: &Path, name: &str) -> u64 {
-    let out = Command::new("ccache")
-        .env("CCACHE_DIR", dir)
-        .arg("--print-stats")
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}\t")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// qola's summary lines in a build's output (one per library that compiled), one a line.
 fn summary(out: &Output) -> String {
     let text = format!(
@@ -162,8 +148,8 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
         "{b}"
     );
     let b_ccache = tmp.path().join("B/ccache");
-    assert_eq!(ccache_counter(&b_ccache, "remote_storage_hit"), 11);
-    assert_eq!(ccache_counter(&b_ccache, "cache_miss"), 0);
+    assert_eq!(common::ccache_counter(&b_ccache, "remote_storage_hit"), 11);
+    assert_eq!(common::ccache_counter(&b_ccache, "cache_miss"), 0);
     report_seconds("built-in kernels", &a, &b);
 
     // The narrow AITER forward with the sid toolchain, each machine preparing its own AITER
@@ -193,7 +179,7 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
         a_units, 9,
         "8 units of libmha_fwd and the status library's 1: {a}"
     );
-    let remote_hits_before = ccache_counter(&b_ccache, "remote_storage_hit");
+    let remote_hits_before = common::ccache_counter(&b_ccache, "remote_storage_hit");
     let b = build("B", &aiter("B"));
     let b_units = compiled_and_answered_remotely(&b);
     assert!(
@@ -202,35 +188,17 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
         "{b}"
     );
     assert_eq!(
-        ccache_counter(&b_ccache, "remote_storage_hit") - remote_hits_before,
+        common::ccache_counter(&b_ccache, "remote_storage_hit") - remote_hits_before,
         a_units as u64
     );
-    assert_eq!(ccache_counter(&b_ccache, "cache_miss"), 0);
+    assert_eq!(common::ccache_counter(&b_ccache, "cache_miss"), 0);
     report_seconds("narrow AITER forward", &a, &b);
-}
-
-/// The child side of the next test: compiles the demo HIP project in the current directory
-/// (a root of the build) through `HIPCC`, with the launcher of the environment; prints qola's
-/// summary.
-fn compile_here() {
-    let dir = std::env::current_dir().unwrap();
-    let project = qola_tests::HipProject::create(&dir.join("src"));
-    let report = qola_build::HipBuild::new()
-        .files(&project.sources)
-        .include(&project.include)
-        .root("project", &dir)
-        .arch("gfx942")
-        .out_dir(dir.join("out"))
-        .cargo_metadata(false)
-        .try_compile("demo")
-        .unwrap_or_else(|e| panic!("{e}"));
-    println!("{}", report.summary());
 }
 
 #[test]
 fn the_sid_toolchain_wrapper_hits_the_shared_redis_cache_from_another_path() {
     if common::is_child() {
-        return compile_here();
+        return common::compile_demo_here("gfx942", |_| {});
     }
     let (Some(_), Some(redis_server)) = (
         tool("ccache", "ccache"),

@@ -14,54 +14,20 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 use qola_tests::{HttpCache, tool};
-
-/// The child side: compiles the demo HIP project of the current directory through the
-/// launcher of the environment; prints qola's summary.
-fn compile_here() {
-    let dir = std::env::current_dir().unwrap();
-    let project = qola_tests::HipProject::create(&dir.join("src"));
-    if std::env::var_os("CHANGE_SOURCES").is_some() {
-        let shared = project.include.join("shared.h");
-        let text = std::fs::read_to_string(&shared).unwrap();
-        std::fs::write(&shared, text.replace("2.0f\n", "3.0f\n")).unwrap();
-    }
-    let report = qola_build::HipBuild::new()
-        .files(&project.sources)
-        .include(&project.include)
-        // The project's directory by name, as a build script's crate directory is.
-        .root("project", &dir)
-        .arch("gfx90a")
-        .out_dir(dir.join("out"))
-        .cargo_metadata(false)
-        .try_compile("demo")
-        .unwrap_or_else(|e| panic!("{e}"));
-    println!("{}", report.summary());
-}
-
-/// The counter `name` of `ccache --print-stats` for the cache in `dir`.
-fn ccache_counter(dir: &Path, name: &str) -> u64 {
-    let out = Command::new("ccache")
-        .env("CCACHE_DIR", dir)
-        .arg("--print-stats")
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}\t")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
-}
 
 #[test]
 fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_a_down_server_is_one_warning()
  {
     const NAME: &str = "ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_a_down_server_is_one_warning";
     if common::is_child() {
-        return compile_here();
+        return common::compile_demo_here("gfx90a", |project| {
+            if std::env::var_os("CHANGE_SOURCES").is_some() {
+                let shared = project.include.join("shared.h");
+                let text = std::fs::read_to_string(&shared).unwrap();
+                std::fs::write(&shared, text.replace("2.0f\n", "3.0f\n")).unwrap();
+            }
+        });
     }
     let (Some(_), Some(nginx)) = (tool("ccache", "ccache"), tool("nginx", "nginx-light")) else {
         return;
@@ -117,7 +83,7 @@ fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_an
         "{b}"
     );
     assert_eq!(
-        ccache_counter(&tmp.path().join("B/ccache"), "cache_miss"),
+        common::ccache_counter(&tmp.path().join("B/ccache"), "cache_miss"),
         0
     );
 

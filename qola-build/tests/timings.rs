@@ -6,39 +6,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use qola_build::{CompileReport, HipBuild};
+use qola_tests::BuiltinKernels;
 
-/// A copy of the built-in kernels under `dir`.
-fn kernels(dir: &Path) -> PathBuf {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels");
-    for entry in walk(&from) {
-        let to = dir.join(entry.strip_prefix(&from).unwrap());
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&entry, &to).unwrap();
-    }
-    dir.to_path_buf()
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
-}
-
-/// The built-in kernels of `dir` built into `out` with `cache`, timings on.
-fn build(dir: &Path, cache: &Path, out: &Path) -> CompileReport {
+/// The built-in kernels `kernels` built into `out` with `cache`, timings on.
+fn build(kernels: &BuiltinKernels, cache: &Path, out: &Path) -> CompileReport {
     HipBuild::new()
-        .files(qola_tests::files_with_extension(dir, "hip"))
-        .include(dir.join("include"))
+        .files(&kernels.sources)
+        .include(&kernels.include)
         .flag("-std=c++17")
         .arch("gfx90a")
         .jobs(2)
@@ -68,18 +45,18 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let dir = kernels(&tmp.path().join("kernels"));
+    let kernels = BuiltinKernels::of_qola_sys().copy_to(&tmp.path().join("kernels"));
     let cache = tmp.path().join("cache");
-    let cold = build(&dir, &cache, &tmp.path().join("cold"));
+    let cold = build(&kernels, &cache, &tmp.path().join("cold"));
     assert_eq!(cold.compiled(), 11);
     // Two sources change: two units compile, nine come from qola's cache.
     for name in ["fwd_bf16.hip", "bwd_dq_fp16.hip"] {
-        let path = dir.join(name);
+        let path = kernels.dir.join(name);
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("{text}\n// changed\n")).unwrap();
     }
     let out = tmp.path().join("warm");
-    let report = build(&dir, &cache, &out);
+    let report = build(&kernels, &cache, &out);
     assert_eq!(report.compiled(), 2);
     let page = out.join("qola-timings-qola_mha.html");
     let log = std::fs::read_to_string(&report.log).unwrap();
@@ -159,14 +136,14 @@ fn a_build_that_compiles_nothing_writes_no_report() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let dir = kernels(&tmp.path().join("kernels"));
+    let kernels = BuiltinKernels::of_qola_sys();
     let cache = tmp.path().join("cache");
     let out = tmp.path().join("out");
-    build(&dir, &cache, &out);
+    build(&kernels, &cache, &out);
     let page = out.join("qola-timings-qola_mha.html");
     let written = std::fs::metadata(&page).unwrap().modified().unwrap();
     // A no-op build writes nothing in the output directory, the report included.
-    assert_eq!(build(&dir, &cache, &out).compiled(), 0);
+    assert_eq!(build(&kernels, &cache, &out).compiled(), 0);
     assert_eq!(
         std::fs::metadata(&page).unwrap().modified().unwrap(),
         written

@@ -62,3 +62,48 @@ impl HipProject {
         }
     }
 }
+
+/// qola-sys's built-in kernels: 11 HIP units and their include directory, the small real build
+/// of tests and benchmarks.
+#[derive(Debug, Clone)]
+pub struct BuiltinKernels {
+    /// Their directory.
+    pub dir: PathBuf,
+    /// The include directory.
+    pub include: PathBuf,
+    /// The `.hip` sources, sorted.
+    pub sources: Vec<PathBuf>,
+}
+
+impl BuiltinKernels {
+    /// The kernels in qola-sys.
+    pub fn of_qola_sys() -> BuiltinKernels {
+        BuiltinKernels::at(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels"))
+    }
+
+    fn at(dir: &Path) -> BuiltinKernels {
+        BuiltinKernels {
+            dir: dir.to_path_buf(),
+            include: dir.join("include"),
+            sources: crate::files_with_extension(dir, "hip"),
+        }
+    }
+
+    /// A copy of them under `dir` (a test that edits them).
+    pub fn copy_to(&self, dir: &Path) -> BuiltinKernels {
+        fn copy(from: &Path, to: &Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for entry in std::fs::read_dir(from).unwrap().flatten() {
+                let target = to.join(entry.file_name());
+                match entry.path().is_dir() {
+                    true => copy(&entry.path(), &target),
+                    false => {
+                        std::fs::copy(entry.path(), &target).unwrap();
+                    }
+                }
+            }
+        }
+        copy(&self.dir, dir);
+        BuiltinKernels::at(dir)
+    }
+}

@@ -26,7 +26,7 @@ mod team;
 pub use browser::{rendered_dom, screenshot};
 pub use demo::{DEMO_KERNEL, DEMO_PATCHES, Demo, code_object as demo_code_object};
 pub use farm::LoopbackFarm;
-pub use hip::HipProject;
+pub use hip::{BuiltinKernels, HipProject};
 pub use manifest::ManifestText;
 pub use phase::{resume, wait_until_stopped};
 pub use real::{RealAiter, real_aiter};

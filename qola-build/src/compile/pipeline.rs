@@ -301,14 +301,17 @@ impl HipBuild {
             .map(|u| (u.source.clone(), u.reason.clone()))
             .collect();
         let echo = progress::Echo::choose(self.cargo_metadata, self.terminal);
-        let mut ran = execute::run(
-            &resolved,
-            &mut staged,
-            &parallelism,
-            &log,
-            log_units.clone(),
-            echo,
-        )?;
+        let run = |staged: &mut Staged| {
+            execute::run(
+                &resolved,
+                staged,
+                &parallelism,
+                &log,
+                log_units.clone(),
+                echo,
+            )
+        };
+        let mut ran = run(&mut staged)?;
         // A shared cache found full or read-only while compiling: the build's own takes over.
         if let Some(why) = ran
             .failure_text()
@@ -317,14 +320,7 @@ impl HipBuild {
             execute::remove_scratch(&staged.scratch);
             objects.fall_back(why);
             staged = self.stage(&units, &resolved, &objects)?;
-            ran = execute::run(
-                &resolved,
-                &mut staged,
-                &parallelism,
-                &log,
-                log_units.clone(),
-                echo,
-            )?;
+            ran = run(&mut staged)?;
         }
         if let Some(failed) = ran.outcomes.iter().find(|o| o.failure.is_some()) {
             let source = staged

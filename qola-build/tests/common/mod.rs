@@ -246,3 +246,37 @@ pub fn prepared_aiter() -> Option<PathBuf> {
     })
     .clone()
 }
+
+/// The child side of the team-cache tests: compiles the demo HIP project of the current
+/// directory (a root of the build, by name, as a build script's crate directory is) for `arch`
+/// through the compiler and launcher of the environment, after `edit` (a test that changes
+/// the sources); prints qola's summary.
+pub fn compile_demo_here(arch: &str, edit: impl FnOnce(&qola_tests::HipProject)) {
+    let dir = std::env::current_dir().unwrap();
+    let project = qola_tests::HipProject::create(&dir.join("src"));
+    edit(&project);
+    let report = qola_build::HipBuild::new()
+        .files(&project.sources)
+        .include(&project.include)
+        .root("project", &dir)
+        .arch(arch)
+        .out_dir(dir.join("out"))
+        .cargo_metadata(false)
+        .try_compile("demo")
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", report.summary());
+}
+
+/// The counter `name` of `ccache --print-stats` for the ccache in `dir`.
+pub fn ccache_counter(dir: &Path, name: &str) -> u64 {
+    let out = std::process::Command::new("ccache")
+        .env("CCACHE_DIR", dir)
+        .arg("--print-stats")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}\t")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}

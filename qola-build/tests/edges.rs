@@ -372,7 +372,7 @@ fn a_symlinked_root_and_its_real_path_share_one_lock_outside_the_tree() {
     let link = s.tmp.path().join("link-to-aiter");
     std::os::unix::fs::symlink(&s.root, &link).unwrap();
     let status = |root: &Path| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_qola"))
+        qola_command(&[])
             .args(["prepare", "--json", "--root"])
             .arg(root)
             .args(["--url", &s.demo.aiter.to_string_lossy()])

@@ -29,8 +29,8 @@ fn manifest(dir: &Path, real: &qola_tests::RealAiter, namespace: &str, extra: &s
 /// cache in the fixtures, the narrow CK filters and none of the caller's QOLA_* variables.
 fn qola(verb: &str, hipcc: &Path, manifest: &Path, out: &Path) -> Command {
     let fixtures = fixtures_dir();
-    let mut command = Command::new(QOLA);
-    qola_tests::without_caller_env(&mut command, &[], &["GPU_ARCHS"])
+    let mut command = common::qola_command(&["GPU_ARCHS"]);
+    command
         .arg(verb)
         .arg("-m")
         .arg(manifest)
@@ -187,11 +187,19 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
     let Some((real, hipcc, tmp, out)) = start("two namespaces") else {
         return;
     };
-    // The timings report, asked for by `--timings`, then by QOLA_TIMINGS=1.
+    // Namespaces of this run alone: the fixtures' cache (shared by the tests and kept between
+    // runs) may hold every other unit, never their wrappers, so each build compiles its wrapper
+    // and writes its timings report (asked for by `--timings`, then by QOLA_TIMINGS=1).
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+        % 1_000_000_000;
+    let (first, second) = (format!("te{stamp}"), format!("other{stamp}"));
     let one = qola(
         "build",
         &hipcc,
-        &manifest(tmp.path(), &real, "te", ""),
+        &manifest(tmp.path(), &real, &first, ""),
         &out,
     )
     .arg("--timings")
@@ -201,14 +209,18 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
     let two = qola(
         "build",
         &hipcc,
-        &manifest(tmp.path(), &real, "other", ""),
+        &manifest(tmp.path(), &real, &second, ""),
         &out,
     )
     .env("QOLA_TIMINGS", "1")
     .output()
     .unwrap();
     assert!(two.status.success(), "{}", stderr(&two));
-    for (run, library) in [(&one, "te_libmha_fwd"), (&two, "other_libmha_fwd")] {
+    let (first_lib, second_lib) = (
+        format!("{first}_libmha_fwd"),
+        format!("{second}_libmha_fwd"),
+    );
+    for (run, library) in [(&one, &first_lib), (&two, &second_lib)] {
         let page = out
             .join("_qola/build")
             .join(library)
@@ -219,18 +231,22 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
             stderr(run)
         );
     }
-    let recompiled = compiled(&two);
-    assert!(
-        recompiled.iter().all(|s| s == "qola_mha_fwd.cpp"),
-        "only the wrapper includes qola_config.h: {recompiled:?}"
+    assert_eq!(
+        compiled(&two),
+        ["qola_mha_fwd.cpp"],
+        "only the wrapper includes qola_config.h"
     );
-    let te = out.join("lib/te_libmha_fwd.so");
-    let other = out.join("lib/other_libmha_fwd.so");
+    let te = out.join(format!("lib/{first_lib}.so"));
+    let other = out.join(format!("lib/{second_lib}.so"));
     let (te_symbol, other_symbol) = (exported(&te), exported(&other));
     assert_eq!(te_symbol.len(), 1, "{te_symbol:?}");
     assert_eq!(other_symbol.len(), 1, "{other_symbol:?}");
     assert_eq!(
-        te_symbol[0].replacen("4qola2te", "4qola5other", 1),
+        te_symbol[0].replacen(
+            &format!("4qola{}{first}", first.len()),
+            &format!("4qola{}{second}", second.len()),
+            1
+        ),
         other_symbol[0]
     );
 
@@ -315,7 +331,7 @@ fn a_manifest_with_many_mistakes_gets_every_one_in_one_run() {
         "[qola]\naiter_commit = 5\nnamespce = \"te\"\n\n[build]\narchitectures = [\"gfx942\"]\nmode = \"debug\"\n\n[[modules]]\nname = \"libmha_fwd\"\nrecipt = 700\n",
     )
     .unwrap();
-    let run = Command::new(QOLA)
+    let run = common::qola_command(&[])
         .arg("build")
         .arg("-m")
         .arg(&manifest)

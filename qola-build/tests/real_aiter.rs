@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{assert_finished, assert_nothing_written, changed, git, mtimes};
 use qola_build::{Action, Prepare, ReasonKind};
@@ -70,7 +69,7 @@ fn real_tree_prepares_with_our_series_and_stays_up_to_date() {
     assert_nothing_written(&before, &root);
 
     // The command line agrees, and writes nothing either.
-    let out = Command::new(env!("CARGO_BIN_EXE_qola"))
+    let out = common::qola_command(&[])
         .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
         .args(["status", "--json", "--root"])
         .arg(&root)
@@ -175,9 +174,8 @@ fn a_prepare_killed_at_any_step_of_a_first_clone_or_a_bump_is_finished_by_the_ne
     let tmp = tempfile::tempdir().unwrap();
     let (upstream, bumped) = bumped_upstream(&real, &tmp.path().join("upstream"));
     let qola = |verb: &str, root: &Path, commit: &str, kill_at: Option<&str>| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_qola"));
+        let mut c = common::qola_command(&[]);
         c.env("QOLA_CACHE_DIR", tmp.path().join("cache"))
-            .env_remove("QOLA_TEST_KILL_AT")
             .args([verb, "--json", "--root"])
             .arg(root)
             .arg("--url")

@@ -147,7 +147,7 @@ impl HipBuild {
     /// build.
     #[allow(clippy::too_many_arguments)]
     fn write_timings(
-        &self,
+        directives: &Directives,
         r: &Resolved,
         name: &str,
         units: &[Unit],
@@ -194,7 +194,7 @@ impl HipBuild {
         match timeline.write(&r.out_dir) {
             Ok(path) => Some((path, began.elapsed())),
             Err(e) => {
-                Directives::new(self.cargo_metadata).warning(&format!(
+                directives.warning(&format!(
                     "cannot write the timings report in {}: {e}",
                     r.out_dir.display()
                 ));
@@ -332,7 +332,8 @@ impl HipBuild {
                 source.unwrap_or_else(|| "a precompiled header".to_string()),
                 start.elapsed().as_secs_f64()
             );
-            let timings = self.write_timings(
+            let timings = Self::write_timings(
+                &directives,
                 &resolved,
                 name,
                 &units,
@@ -389,7 +390,8 @@ impl HipBuild {
             _ => {
                 let summary = report.summary();
                 staged.reports = std::mem::take(&mut report.units);
-                let written = self.write_timings(
+                let written = Self::write_timings(
+                    &directives,
                     &resolved,
                     name,
                     &units,

@@ -92,12 +92,19 @@ pub fn qola_binary() -> &'static str {
     }
 }
 
-/// `qola <args>` in `s`'s directory with `s`'s cache and none of the caller's `QOLA_*`
-/// variables (nor `CARGO_NET_OFFLINE`): the one command builder of the tests that run qola.
-pub fn qola(s: &Setup, args: &[&str]) -> std::process::Command {
+/// `qola` with none of the caller's `QOLA_*` variables (nor those named in `names`): where every
+/// test that runs qola starts its command.
+pub fn qola_command(names: &[&str]) -> std::process::Command {
     let mut command = std::process::Command::new(qola_binary());
+    qola_tests::without_caller_env(&mut command, &[], names);
+    command
+}
+
+/// `qola <args>` in `s`'s directory with `s`'s cache (see [`qola_command`]; nor
+/// `CARGO_NET_OFFLINE`).
+pub fn qola(s: &Setup, args: &[&str]) -> std::process::Command {
+    let mut command = qola_command(&["CARGO_NET_OFFLINE"]);
     command.current_dir(s.tmp.path()).args(args);
-    qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
     command.env("QOLA_CACHE_DIR", s.cache());
     command
 }

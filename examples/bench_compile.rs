@@ -18,18 +18,6 @@ use qola_build::HipBuild;
 const FLAGS: [&str; 2] = ["-std=c++17", "-fvisibility=hidden"];
 const JOBS: usize = 2;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
-}
-
 fn sources(dir: &Path) -> Vec<PathBuf> {
     qola_tests::files_with_extension(dir, "hip")
 }
@@ -107,11 +95,9 @@ fn main() {
         })
         .expect("hipcc (apt-get install hipcc libamdhip64-dev rocm-device-libs)");
     let tmp = tempfile::tempdir().unwrap();
-    let kernels = tmp.path().join("kernels");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../qola-sys/kernels"),
-        &kernels,
-    );
+    let kernels = qola_tests::BuiltinKernels::of_qola_sys()
+        .copy_to(&tmp.path().join("kernels"))
+        .dir;
     let work = tmp.path();
     type Change<'a> = Box<dyn Fn() + 'a>;
     let scenarios: Vec<(&str, Change)> = vec![

@@ -518,20 +518,7 @@ fn the_launcher_wraps_every_compile_and_ccache_answers_a_second_cache() {
     let mut build = s.build();
     build.launcher(&wrapper.to_string_lossy());
     assert_eq!(compiled(&build.try_compile("demo").unwrap()).len(), 3);
-    let stats = |dir: &Path| {
-        let out = std::process::Command::new("ccache")
-            .env("CCACHE_DIR", dir)
-            .args(["--print-stats"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let count = |text: &str, key: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{key}\t")))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
-    };
+    let (stats, count) = (common::ccache_stats, common::ccache_count);
     let first = stats(&ccache_dir);
     assert_eq!(count(&first, "cache_miss"), 3, "{first}");
     // A second qola cache (another workspace): every unit comes from ccache.

@@ -274,16 +274,26 @@ pub fn compile_demo_here(arch: &str, edit: impl FnOnce(&qola_tests::HipProject))
     println!("{}", report.summary());
 }
 
-/// The counter `name` of `ccache --print-stats` for the ccache in `dir`.
-pub fn ccache_counter(dir: &Path, name: &str) -> u64 {
+/// `ccache --print-stats` for the ccache in `dir`.
+pub fn ccache_stats(dir: &Path) -> String {
     let out = std::process::Command::new("ccache")
         .env("CCACHE_DIR", dir)
         .arg("--print-stats")
         .output()
         .unwrap();
-    String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The counter `name` in `stats` (see [`ccache_stats`]); 0 when ccache did not print it.
+pub fn ccache_count(stats: &str, name: &str) -> u64 {
+    stats
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{name}\t")))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// The counter `name` of the ccache in `dir`.
+pub fn ccache_counter(dir: &Path, name: &str) -> u64 {
+    ccache_count(&ccache_stats(dir), name)
 }

@@ -131,7 +131,8 @@ fn main() {
         let plans = b
             .build(&m, &[])
             .try_plan()
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap_or_else(|e| panic!("{e}"))
+            .modules;
         println!(
             "| {name} | {} | {} |",
             plans[0].compile.units.len(),

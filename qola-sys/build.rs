@@ -210,10 +210,17 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
                 compiler: None,
                 toolchain: toolchain.as_ref(),
                 cargo_metadata: true,
+                registry: None,
             },
             &api,
         )?;
-        toolchain = Some(library.module.toolchain.clone());
+        // Handed on unless this module runs a clang of its own (hip_clang_path).
+        if library.module.recipe.hip_clang_path.is_none() {
+            toolchain = Some(library.module.toolchain.clone());
+        }
+        for warning in &library.module.warnings {
+            println!("cargo:warning={}: {warning}", module.name);
+        }
         let name = &library.module.recipe.name;
         let report = library
             .build

@@ -63,6 +63,7 @@ pub fn aiter_module(
         compiler: Some(hipcc),
         toolchain: None,
         cargo_metadata: false,
+        registry: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }

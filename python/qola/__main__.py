@@ -1,5 +1,5 @@
 """``python -m qola ...``: the same as ``python -m qola.cli ...``."""
 
-from qola.cli import main
+from qola.cli import _exec
 
-main()
+_exec()

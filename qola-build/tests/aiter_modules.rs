@@ -47,6 +47,7 @@ fn prepare(
         compiler: Some(hipcc),
         toolchain: None,
         cargo_metadata: false,
+        registry: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -380,6 +381,7 @@ fn forward_variants_generate_exactly_their_instances() {
         compiler: Some(&hipcc),
         toolchain: None,
         cargo_metadata: false,
+        registry: None,
     })
     .unwrap_or_else(|e| panic!("{e}"));
     let expected: Vec<String> = ck_list(&root, "fwd", 700, tmp.path())

@@ -126,6 +126,7 @@ fn module(
         compiler: Some(hipcc),
         toolchain: None,
         cargo_metadata: false,
+        registry: None,
     })
 }
 

@@ -665,6 +665,67 @@ fn a_clang_driver_given_as_the_compiler_builds_too() {
     assert!(report.toolchain.clang_version.is_some());
 }
 
+/// A module's own clang (AITER's `hip_clang_path`): every compile runs hipcc with
+/// `HIP_CLANG_PATH` naming it (a logging wrapper around Debian's clang here), and the compiler's
+/// identity changes with that clang, so the objects of the default clang are not reused.
+#[test]
+fn a_clang_directory_is_used_by_every_compile_and_is_part_of_the_identity() {
+    let Some(s) = setup() else { return };
+    let real = PathBuf::from("/usr/lib/llvm-15/bin");
+    if !real.join("clang++").is_file() {
+        eprintln!("skipping: no Debian clang 15 beside Debian's hipcc");
+        return;
+    }
+    let dir = s.tmp.path().join("clang");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&real).unwrap() {
+        let entry = entry.unwrap();
+        std::os::unix::fs::symlink(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    // hipcc runs `clang++` (Debian's: `clang-15`): both log and run Debian's clang.
+    let log = s.tmp.path().join("clang.log");
+    for name in ["clang++", "clang-15"] {
+        std::fs::remove_file(dir.join(name)).unwrap();
+        common::write(
+            &dir,
+            name,
+            format!(
+                "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real.join(name).display()
+            ),
+        );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let default = s.compile();
+    let module_clang = default.toolchain.with_clang_dir(&dir).unwrap();
+    assert_ne!(module_clang.identity, default.toolchain.identity);
+    let report = s
+        .build()
+        .toolchain(module_clang)
+        .try_compile("demo")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(compiled(&report).len(), 3, "a new compiler: every unit");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    for source in &s.project.sources {
+        let name = source.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            calls.contains(&name),
+            "{name} not compiled by the module's clang:\n{calls}"
+        );
+    }
+    assert!(
+        with_clang_dir_error(&s.tmp.path().join("no-clang"), &default.toolchain)
+            .contains("holds no clang++")
+    );
+}
+
+fn with_clang_dir_error(dir: &Path, toolchain: &qola_build::HipToolchain) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    toolchain.with_clang_dir(dir).unwrap_err().to_string()
+}
+
 /// Two libraries whose sources share an inline function (as every AITER module shares CK's)
 /// link into one program: each keeps its own local copy (hidden, not deduplicated against the
 /// other library's, which `ld -r` + localizing used to break: "defined in discarded section").

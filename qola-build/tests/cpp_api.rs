@@ -10,9 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use qola_build::aiter::{
-    ApiGeneration, detect_api_generation, read_api, registry, write_public_headers,
-};
+use qola_build::aiter::registry::Registry;
+use qola_build::aiter::{ApiGeneration, CppApi, detect_api_generation, read_api};
 use qola_tests::hipcc_available;
 
 /// Stand-ins for the newer AITERs' headers (the struct generation), under `root/csrc/include`.
@@ -185,7 +184,13 @@ fn te_style_calls_compile_against_the_struct_generation_api_and_not_against_the_
             "mha_fwd_with_sink_supported"
         ]
     );
-    write_public_headers(&api, Some("te"), &tree_api).unwrap();
+    let cpp = CppApi::resolve(
+        Registry::shipped(),
+        &structs,
+        &tmp.path().join("struct-gen"),
+    )
+    .unwrap();
+    cpp.write_headers(&api, Some("te")).unwrap();
     for defines in [
         &["-DFAV_NATIVE_ON=1", "-DFA_WITH_SINK=1"][..],
         &["-DFAV_NATIVE_ON=0"][..],
@@ -197,13 +202,14 @@ fn te_style_calls_compile_against_the_struct_generation_api_and_not_against_the_
             String::from_utf8_lossy(&out.stderr)
         );
         for module in ["libmha_fwd", "libmha_bwd"] {
-            let (name, text) = registry::cpp_wrapper(module, &tree_api).unwrap();
-            let wrapper = tmp.path().join(name);
-            std::fs::write(&wrapper, text).unwrap();
-            let out = syntax_check(&wrapper, &api, &structs, defines);
+            let [wrapper] = &cpp.wrappers[module][..] else {
+                panic!("{module}: one wrapper source")
+            };
+            let out = syntax_check(wrapper, &api, &structs, defines);
             assert!(
                 out.status.success(),
-                "{name} {defines:?}: {}",
+                "{} {defines:?}: {}",
+                wrapper.display(),
                 String::from_utf8_lossy(&out.stderr)
             );
         }
@@ -225,17 +231,18 @@ fn te_style_calls_compile_against_the_struct_generation_api_and_not_against_the_
     // TransformerEngine's calls do not compile against it, and the wrappers do.
     let params = tree(&tmp.path().join("params"), PARAMETER_HEADERS);
     let api = tmp.path().join("params-api");
-    write_public_headers(&api, Some("te"), &read_api(&params).unwrap()).unwrap();
+    let cpp =
+        CppApi::resolve(Registry::shipped(), &params, &tmp.path().join("params-gen")).unwrap();
+    cpp.write_headers(&api, Some("te")).unwrap();
     let out = syntax_check(&caller, &api, &params, &[]);
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && text.contains("too few arguments"),
         "{text}"
     );
-    let (name, text) = registry::cpp_wrapper("libmha_fwd", &read_api(&params).unwrap()).unwrap();
-    let wrapper = tmp.path().join(name);
-    std::fs::write(&wrapper, text).unwrap();
-    let out = syntax_check(&wrapper, &api, &params, &[]);
+    let wrapper = &cpp.wrappers["libmha_fwd"][0];
+    assert!(wrapper.ends_with("parameters/qola_mha_fwd.cpp"));
+    let out = syntax_check(wrapper, &api, &params, &[]);
     assert!(
         out.status.success(),
         "{}",

@@ -225,6 +225,7 @@ fn ck_instances(root: &Path, hipcc: &Path, place: &Path) -> HipBuild {
         compiler: Some(hipcc),
         toolchain: None,
         cargo_metadata: false,
+        registry: None,
     })
     .unwrap_or_else(|e| panic!("{e}"));
     module.sources.retain(|s| {

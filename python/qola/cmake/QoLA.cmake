@@ -19,9 +19,12 @@
 #
 # Which qola runs: QOLA_EXECUTABLE (a CMake variable or the environment), else the `qola` of the
 # Python qola_find_python() finds (its scripts directory), else `qola` on PATH.
-# The environment's QOLA_AITER_SOURCE_DIR (a tree to build as it is, no checkout) and
-# QOLA_PREBUILT_DIR_<GROUP> (a group's lib/ and include/ built elsewhere) are honoured as QoLA
-# honours them.
+# The environment's QOLA_AITER_SOURCE_DIR or NVTE_AITER_SOURCE_DIR (a tree to build as it is, no
+# checkout; the first set wins) and QOLA_PREBUILT_DIR_<GROUP> (a group's lib/ and include/ built
+# elsewhere) are honoured as QoLA honours them. As in QoLA, a manifest must hold exactly one
+# `aiter_commit = "..."` line, and one configure checks a manifest's tree out once into one
+# directory (the global property QOLA_CHECKOUT_DONE_<commit>_<dir>): a second subproject with the
+# same manifest and directory takes the tree as the first left it.
 
 include_guard(GLOBAL)
 
@@ -29,19 +32,18 @@ include_guard(GLOBAL)
 set(QOLA_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 get_filename_component(QOLA_ROOT_DIR "${QOLA_CMAKE_DIR}/.." ABSOLUTE)
 
-# The commit a manifest pins: its one `aiter_commit = "..."` line.
+# The commit a manifest pins: its one `aiter_commit = "..."` line (QoLA's rule: exactly one line
+# of that form, else the configure stops).
 function(qola_read_manifest_commit manifest out_var)
   if(NOT EXISTS "${manifest}")
     message(FATAL_ERROR "[qola] no manifest at ${manifest}")
   endif()
-  file(STRINGS "${manifest}" commit_lines REGEX "^[ \t]*aiter_commit[ \t]*=")
+  file(STRINGS "${manifest}" commit_lines REGEX "^[ \t]*aiter_commit[ \t]*=[ \t]*\"[^\"]+\"")
   list(LENGTH commit_lines count)
   if(NOT count EQUAL 1)
-    message(FATAL_ERROR "[qola] ${manifest}: expected one `aiter_commit = \"...\"` line, found ${count}")
+    message(FATAL_ERROR "[qola] ${manifest}: expected exactly one `aiter_commit = \"...\"` line, found ${count}: pin one AITER commit in [qola]")
   endif()
-  if(NOT commit_lines MATCHES "=[ \t]*\"([^\"]+)\"")
-    message(FATAL_ERROR "[qola] ${manifest}: aiter_commit is not a quoted string: ${commit_lines}")
-  endif()
+  string(REGEX MATCH "\"([^\"]+)\"" quoted "${commit_lines}")
   set(${out_var} "${CMAKE_MATCH_1}" PARENT_SCOPE)
 endfunction()
 
@@ -111,8 +113,9 @@ function(qola_prebuilt_dir group out_var)
 endfunction()
 
 # Prepares the AITER tree a manifest names (the pinned commit and the series) in AITER_DIR
-# (else DEFAULT_DIR), unless QOLA_AITER_SOURCE_DIR names a tree to take as it is; GROUPS are
-# checked against the manifest (the tree is the same for all). OUT_DIR: the tree.
+# (else DEFAULT_DIR), unless QOLA_AITER_SOURCE_DIR or NVTE_AITER_SOURCE_DIR names a tree to take
+# as it is; once per manifest commit and directory in a configure; GROUPS are checked against
+# the manifest (the tree is the same for all). OUT_DIR: the tree.
 function(qola_checkout_aiter)
   cmake_parse_arguments(QCA "" "MANIFEST;AITER_DIR;DEFAULT_DIR;OUT_DIR" "GROUPS" ${ARGN})
   if(NOT QCA_MANIFEST)
@@ -125,10 +128,21 @@ function(qola_checkout_aiter)
   if(NOT tree)
     message(FATAL_ERROR "[qola] qola_checkout_aiter: AITER_DIR or DEFAULT_DIR is required")
   endif()
+  qola_read_manifest_commit("${QCA_MANIFEST}" sha)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${QCA_MANIFEST}")
-  if(NOT "$ENV{QOLA_AITER_SOURCE_DIR}" STREQUAL "")
-    set(tree "$ENV{QOLA_AITER_SOURCE_DIR}")
-    message(STATUS "[qola] building against ${tree} as it is (QOLA_AITER_SOURCE_DIR)")
+  set(given)
+  foreach(var QOLA_AITER_SOURCE_DIR NVTE_AITER_SOURCE_DIR)
+    if(NOT given AND NOT "$ENV{${var}}" STREQUAL "")
+      set(given ${var})
+    endif()
+  endforeach()
+  get_filename_component(tree "${tree}" ABSOLUTE)
+  get_property(done GLOBAL PROPERTY "QOLA_CHECKOUT_DONE_${sha}_${tree}")
+  if(given)
+    set(tree "$ENV{${given}}")
+    message(STATUS "[qola] building against ${tree} as it is (${given})")
+  elseif(done)
+    message(STATUS "[qola] AITER ${sha} in ${tree}: checked out by this configure already")
   else()
     set(groups)
     foreach(group IN LISTS QCA_GROUPS)
@@ -149,6 +163,7 @@ function(qola_checkout_aiter)
         set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${input}")
       endforeach()
     endif()
+    set_property(GLOBAL PROPERTY "QOLA_CHECKOUT_DONE_${sha}_${tree}" TRUE)
   endif()
   if(NOT EXISTS "${tree}/csrc/include")
     message(FATAL_ERROR "[qola] ${tree} is no AITER tree (no csrc/include)")

@@ -36,6 +36,16 @@ pub enum ApiGeneration {
     Struct,
 }
 
+impl ApiGeneration {
+    /// Its name in qola's registry (`{api_generation}`): `parameters` or `struct`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ApiGeneration::Parameters => "parameters",
+            ApiGeneration::Struct => "struct",
+        }
+    }
+}
+
 /// A forward function beyond `mha_fwd` that the tree declares and qola's API wraps, with the
 /// condition it is declared under.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -121,6 +121,7 @@ pub(crate) fn run_generator(
         .map_err(|e| AiterError::Codegen {
             command: format!("{} {}", python.display(), argv.join(" ")),
             stderr: e.to_string(),
+            origin: None,
         })?;
     let elapsed = start.elapsed();
     if !output.status.success() {
@@ -132,6 +133,7 @@ pub(crate) fn run_generator(
                 .collect::<Vec<_>>()
                 .join(" "),
             stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            origin: None,
         }
         .into());
     }

@@ -58,6 +58,10 @@ pub enum AiterError {
         why: String,
     },
 
+    /// A `[[modules]]` key of the manifest whose value qola cannot honour for this tree.
+    #[error(transparent)]
+    ModuleKey(Box<ModuleKeyError>),
+
     /// An entry of AITER's `optCompilerConfig.json` cannot be evaluated.
     #[error("AITER module {module}, field {field}: `{expression}`: {why}")]
     AiterConfig {
@@ -73,7 +77,8 @@ pub enum AiterError {
 
     /// A code generator failed.
     #[error(
-        "code generation failed: `{command}`:\n{stderr}{}",
+        "code generation failed: {}`{command}`:\n{stderr}{}",
+        origin.as_ref().map(|o| format!("{o}: ")).unwrap_or_default(),
         codegen_hint(stderr)
     )]
     Codegen {
@@ -81,6 +86,34 @@ pub enum AiterError {
         command: String,
         /// What it said.
         stderr: String,
+        /// Where the generator was named, when not in AITER's recipe (a registry's file, line,
+        /// key and value).
+        origin: Option<String>,
+    },
+
+    /// A registry file cannot be read or is not valid (see `registry`): every mistake, each
+    /// with its line and key.
+    #[error("registry {} has {} problem{}:{}\nfix these lines; the registry's keys are QoLA's (qola/cpp_itfs/registry.toml) and qola's public_headers", file.display(), problems.len(), if problems.len() == 1 { "" } else { "s" }, registry_problems(file, problems))]
+    RegistryInvalid {
+        /// The registry file.
+        file: PathBuf,
+        /// Every problem, in line order.
+        problems: Vec<crate::manifest::Problem>,
+    },
+
+    /// A registry entry's value cannot be used for this tree.
+    #[error("{}:{line}: {key} = {value:?}: {why}", file.display())]
+    Registry {
+        /// The registry file.
+        file: PathBuf,
+        /// The key's line.
+        line: usize,
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// Why, and what to do instead.
+        why: String,
     },
 
     /// The compiler is too old for composable_kernel.
@@ -103,6 +136,9 @@ impl AiterError {
             AiterError::RocmVersion { .. } | AiterError::ToolchainTooOld { .. } => {
                 ErrorKind::Toolchain
             }
+            AiterError::ModuleKey(_)
+            | AiterError::RegistryInvalid { .. }
+            | AiterError::Registry { .. } => ErrorKind::Input,
             AiterError::AiterConfig { .. }
             | AiterError::Codegen { .. }
             | AiterError::ApiGeneration { .. }
@@ -110,6 +146,40 @@ impl AiterError {
             AiterError::Failure(e) => e.kind(),
         }
     }
+}
+
+fn registry_problems(file: &std::path::Path, problems: &[crate::manifest::Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| {
+            format!(
+                "\n  {}:{}: {}: {}",
+                file.display(),
+                p.line,
+                p.key,
+                p.message
+            )
+        })
+        .collect()
+}
+
+/// A `[[modules]]` key of the manifest whose value qola cannot honour for this tree.
+#[derive(Debug, thiserror::Error)]
+#[error("{}:{line}: [[modules]] {key} = {value} (module {module}): {why}", manifest.display())]
+#[non_exhaustive]
+pub struct ModuleKeyError {
+    /// The manifest.
+    pub manifest: PathBuf,
+    /// The key's line.
+    pub line: usize,
+    /// The module (`libmha_fwd`).
+    pub module: String,
+    /// The key.
+    pub key: String,
+    /// Its value, as evaluated.
+    pub value: String,
+    /// Why, and what to do instead.
+    pub why: String,
 }
 
 /// The way on for what a generator's error output shows.

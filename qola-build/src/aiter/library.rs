@@ -1,9 +1,12 @@
 //! One AITER module as a library, assembled in one place for every caller: qola-sys's build
 //! script (qola's C API, a static library), `qola build` (QoLA's C++ API, a shared library) and
 //! `qola plan` (the commands `qola build` would run). Each gets the module's recipe and flags
-//! (see [`prepare_module`]), the hsa code objects of every architecture embedded
-//! (`AITER_EMBEDDED_HSA`, see [`embed_hsa`]), and the API wrapper with its exports.
+//! (see [`prepare_module`], with the registry's entry applied), the hsa code objects of every
+//! architecture embedded (`AITER_EMBEDDED_HSA`, see [`embed_hsa`]), and the API wrapper with
+//! its exports (QoLA's C++ API: the registry's `add_srcs` and version script, see
+//! [`crate::aiter::registry`]).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::aiter::api_generation::{
@@ -12,7 +15,9 @@ use crate::aiter::api_generation::{
 use crate::aiter::error::Result;
 use crate::aiter::hsa::{EmbeddedHsa, embed_hsa};
 use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module};
-use crate::aiter::registry;
+use crate::aiter::recipe::AiterPaths;
+use crate::aiter::registry::{self, Context, Registry};
+use crate::build_script::{Directives, Env};
 use crate::common::io::write_if_changed;
 
 /// The API the library offers.
@@ -66,7 +71,7 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
     let subdirs: Vec<String> = match &spec.module.hsa_subdirs {
         // Named by the manifest: each must be a kernel set of the tree (one named for an
         // AITER that has it, built from one that has not, would embed nothing).
-        Some(subdirs) => match crate::aiter::hsa::absent(spec.root, spec.archs, subdirs)[..] {
+        Some(subdirs) => match crate::aiter::hsa::absent(&module.meta, spec.archs, subdirs)[..] {
             [] => subdirs.clone(),
             [first, ..] => {
                 return Err(crate::aiter::error::AiterError::AiterConfig {
@@ -75,28 +80,29 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
                     expression: first.to_string(),
                     why: format!(
                         "no hsa/<arch>/{first}/ in {} for {}: this AITER has no such kernels; drop it from the manifest's hsa_subdirs, or pin an AITER that has them",
-                        spec.root.display(),
+                        module.meta.display(),
                         spec.archs.join(", ")
                     ),
                 }.into());
             }
         },
         None if !module.recipe.hsa_kernels.is_empty() => module.recipe.hsa_kernels.clone(),
-        None => registry::default_hsa_subdirs(&spec.module.name)
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        None => spec
+            .registry()
+            .entry(&spec.module.name)
+            .and_then(|e| e.hsa_subdirs.clone())
+            .unwrap_or_default(),
     };
     let directives = crate::build_script::Directives::new(spec.cargo_metadata);
     for arch in spec.archs {
         for subdir in &subdirs {
-            let dir = spec.root.join("hsa").join(arch).join(subdir);
+            let dir = module.meta.join("hsa").join(arch).join(subdir);
             if dir.is_dir() {
                 directives.rerun_if_changed(&dir);
             }
         }
     }
-    let hsa = embed_hsa(spec.root, spec.archs, &subdirs, &work.join("hsa"))?;
+    let hsa = embed_hsa(&module.meta, spec.archs, &subdirs, &work.join("hsa"))?;
     let mut build = module.hip_build();
     build
         .include(work.join("hsa"))
@@ -117,6 +123,15 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
                     why: "the options are inside aiter::mha_fwd_args, and qola-sys's C API wrappers are written for AITER 05a0d1f's parameters: build this tree with `qola build` (QoLA's C++ API)".to_string(),
                 }.into());
             }
+            // A static library has no link of its own (the crate's final link has).
+            if !module.recipe.extra_ldflags.is_empty() {
+                return Err(crate::aiter::module::key_error(
+                    spec,
+                    "extra_ldflags",
+                    &format!("{:?}", module.recipe.extra_ldflags),
+                    "qola-sys links this module into a static library, which has no link of its own: give these flags to your crate's link (cargo:rustc-link-arg in its build script) and remove the key",
+                ));
+            }
             build.files(sources).include(include);
             for symbol in exports {
                 build.export(symbol);
@@ -124,20 +139,23 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
             true
         }
         Api::Cpp { namespace, include } => {
-            let api = read_api(spec.root)?;
-            write_public_headers(include, namespace.as_deref(), &api)?;
+            let api = CppApi::resolve(spec.registry(), spec.root, spec.gen_dir)?;
+            api.write_headers(include, namespace.as_deref())?;
             build.include(include);
-            let wrapper = registry::cpp_wrapper(&spec.module.name, &api);
-            let wrapped = wrapper.is_some();
-            if let Some((file, text)) = wrapper {
-                let source = work.join("qola-api").join(file);
-                write_if_changed(&source, text.as_bytes())?;
-                build.file(source);
-                let script = work.join("qola-exports.map");
-                write_if_changed(&script, registry::version_script().as_bytes())?;
+            for flag in &module.recipe.extra_ldflags {
+                build.link_flag(flag);
+            }
+            let name = &spec.module.name;
+            if let Some(dir) = api.user_dirs.get(name) {
+                // The user's registry: its files by name, wherever it is.
+                build.root("registry", dir);
+            }
+            if let Some(script) = api.version_scripts.get(name) {
                 build.version_script(script);
             }
-            wrapped
+            let sources = api.wrappers.get(name).cloned().unwrap_or_default();
+            build.files(&sources);
+            !sources.is_empty()
         }
     };
     Ok(AiterLibrary {
@@ -148,15 +166,82 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
     })
 }
 
-/// Writes the C++ API's public headers for a tree whose API is `api` and `qola_config.h` into
-/// `dir` (unchanged files are not touched).
-pub fn write_public_headers(dir: &Path, namespace: Option<&str>, api: &TreeApi) -> Result<()> {
-    for (name, text) in registry::public_headers(api) {
-        write_if_changed(&dir.join(name), text.as_bytes())?;
+/// qola's C++ API for a tree (see [`crate::aiter::registry`]): qola's registry files written
+/// for the tree's attention API, and what the registry's entries name, resolved.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CppApi {
+    /// Every public header (`[defaults]` and every entry's), installed whichever modules are
+    /// built, as QoLA installs its fixed list.
+    pub headers: Vec<PathBuf>,
+    /// Each module's wrapper sources (`add_srcs`).
+    pub wrappers: BTreeMap<String, Vec<PathBuf>>,
+    /// Each module's linker version script.
+    pub version_scripts: BTreeMap<String, PathBuf>,
+    /// The directory of each module's user registry (a root of its build: its files by name).
+    pub user_dirs: BTreeMap<String, PathBuf>,
+}
+
+impl CppApi {
+    /// The API of `registry` for the tree at `root`; qola's own files are written under
+    /// `<gen_dir>/qola-registry` (rewritten only when their content changes). A tree without
+    /// AITER's attention headers has no `{api_generation}`.
+    pub fn resolve(registry: &Registry, root: &Path, gen_dir: &Path) -> Result<CppApi> {
+        let directives = Directives::new(false);
+        let env = Env::new(&directives);
+        let api = match read_api(root) {
+            Ok(api) => Some(api),
+            Err(_) if !root.join("csrc/include/mha_fwd.h").exists() => None,
+            Err(e) => return Err(e),
+        };
+        let shipped_dir = gen_dir.join("qola-registry");
+        registry::materialize(
+            &shipped_dir,
+            api.as_ref().unwrap_or(&TreeApi {
+                generation: ApiGeneration::Parameters,
+                forward_extras: Vec::new(),
+            }),
+        )?;
+        let paths = AiterPaths::new(root, "", &env)?;
+        let cx = Context {
+            paths: &paths,
+            api_generation: api.as_ref().map(|a| a.generation.name()),
+            shipped_dir: &shipped_dir,
+            env: &env,
+        };
+        let mut out = CppApi {
+            headers: registry.public_headers(&cx)?,
+            wrappers: BTreeMap::new(),
+            version_scripts: BTreeMap::new(),
+            user_dirs: BTreeMap::new(),
+        };
+        for module in registry.modules() {
+            let entry = registry.entry(module).expect("a module of the registry");
+            out.wrappers
+                .insert(module.to_string(), entry.paths(&cx, "add_srcs")?);
+            if let Some(script) = entry.version_script_path(&cx)? {
+                out.version_scripts.insert(module.to_string(), script);
+            }
+            if let registry::Base::Dir(dir) = &entry.base {
+                out.user_dirs.insert(module.to_string(), dir.clone());
+            }
+        }
+        Ok(out)
     }
-    write_if_changed(
-        &dir.join("qola_config.h"),
-        registry::config_header(namespace).as_bytes(),
-    )?;
-    Ok(())
+
+    /// Writes every public header and `qola_config.h` with `namespace` into `dir` (unchanged
+    /// files are not touched).
+    pub fn write_headers(&self, dir: &Path, namespace: Option<&str>) -> Result<()> {
+        for header in &self.headers {
+            let text =
+                std::fs::read(header).map_err(crate::common::io::io_error("read", header))?;
+            let name = header.file_name().unwrap_or_default();
+            write_if_changed(&dir.join(name), &text)?;
+        }
+        write_if_changed(
+            &dir.join("qola_config.h"),
+            registry::config_header(namespace).as_bytes(),
+        )?;
+        Ok(())
+    }
 }

@@ -40,6 +40,7 @@ mod output;
 mod plan;
 mod recipe;
 pub mod registry;
+mod third_party;
 
 pub use api_generation::{
     ApiGeneration, ForwardExtra, TreeApi, detect as detect_api_generation, read_api,
@@ -47,12 +48,13 @@ pub use api_generation::{
 pub use codegen::Generated;
 pub use error::AiterError;
 pub use hsa::{EmbeddedHsa, embed_hsa};
-pub use library::{AiterLibrary, Api, library, write_public_headers};
+pub use library::{AiterLibrary, Api, CppApi, library};
 pub use module::{
     AiterModule, AiterModuleSpec, CK_UNIT_MEMORY, check_ck_toolchain, prepare_module,
 };
 pub use output::{
-    BuildOutcome, BuildRecord, ModulePlan, ModuleRecord, OutputBuild, Summary, check_groups,
+    BuildOutcome, BuildPlan, BuildRecord, ModulePlan, ModuleRecord, OutputBuild, Summary,
+    check_groups,
 };
 pub use plan::GeneratorPlan;
 pub use recipe::{AiterPaths, ModuleRecipe};

@@ -9,6 +9,7 @@ use crate::aiter::error::AiterError;
 use crate::aiter::error::Result;
 use crate::aiter::needs;
 use crate::aiter::recipe::{self, AiterPaths, ModuleRecipe};
+use crate::aiter::registry::{Context, Registry};
 use crate::build_script::Env;
 use crate::compile::toolchain::HipToolchain;
 use crate::manifest::Module;
@@ -105,6 +106,7 @@ fn flag_supported(
     command.extend(flag.split_whitespace().map(String::from));
     let answer = crate::compile::toolchain::probe::probe(
         &toolchain.identity,
+        &toolchain.env,
         &command,
         &command,
         Some(cache),
@@ -132,8 +134,14 @@ pub struct AiterModule {
     pub dropped_flags: Vec<String>,
     /// The compiler the flags were chosen (and probed) for.
     pub toolchain: HipToolchain,
+    /// What the manifest's entry asks that selects nothing in this tree (see
+    /// `recipe::apply_overrides`).
+    pub warnings: Vec<String>,
     /// The AITER tree it was prepared from (the build's root `aiter`).
     pub root: PathBuf,
+    /// Where its sources, generators and hsa code objects are (`AITER_META_DIR`: the tree,
+    /// or the environment's; the build's root `aiter-meta` when it differs).
+    pub meta: PathBuf,
     /// Where its code was generated (the build's root `gen`).
     pub gen_dir: PathBuf,
 }
@@ -151,6 +159,9 @@ impl AiterModule {
             .root("gen", &self.gen_dir)
             .memory_per_job(CK_UNIT_MEMORY)
             .precompile_shared_includes(true);
+        if self.meta != self.root {
+            build.root("aiter-meta", &self.meta);
+        }
         for dir in &self.includes {
             build.include(dir);
         }
@@ -194,6 +205,15 @@ pub struct AiterModuleSpec<'a> {
     pub toolchain: Option<&'a HipToolchain>,
     /// Print Cargo directives (inside a build script).
     pub cargo_metadata: bool,
+    /// The registry (`None`: qola's own, see [`crate::aiter::registry`]).
+    pub registry: Option<&'a Registry>,
+}
+
+impl AiterModuleSpec<'_> {
+    /// The registry the module is built with.
+    pub fn registry(&self) -> &Registry {
+        self.registry.unwrap_or(Registry::shipped())
+    }
 }
 
 /// Prepares a module: checks the compiler is new enough for composable_kernel, evaluates the
@@ -208,8 +228,42 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         (None, Some(path)) => HipToolchain::identify(path)?,
         (None, None) => HipToolchain::find(&env)?,
     };
+    let paths = AiterPaths::new(
+        spec.root,
+        spec.archs.first().map_or("", String::as_str),
+        &env,
+    )?;
+    let (mut recipe, mut warnings) = recipe_of(spec, &paths, &env)?;
+    if paths.meta != paths.root {
+        warnings.push(format!(
+            "AITER_META_DIR={}: the module's sources, generators and hsa code objects are read from there, not from the prepared tree {} (as QoLA reads them)",
+            paths.meta.display(),
+            paths.root.display()
+        ));
+    }
+    // The module's own clang (`hip_clang_path`), as AITER sets HIP_CLANG_PATH for its build.
+    let toolchain = match &recipe.hip_clang_path {
+        None => toolchain,
+        Some(dir) => toolchain.with_clang_dir(dir).map_err(|e| {
+            key_error(
+                spec,
+                "hip_clang_path",
+                &dir.display().to_string(),
+                &e.to_string(),
+            )
+        })?,
+    };
     check_ck_toolchain(&toolchain)?;
-    let recipe = recipe_of(spec, &env)?;
+    let third_party = crate::aiter::third_party::includes(spec.root, &recipe.third_party, &env)
+        .map_err(|why| {
+            key_error(
+                spec,
+                "third_party",
+                &format!("{:?}", recipe.third_party),
+                &why,
+            )
+        })?;
+    recipe.extra_include.extend(third_party);
     let generated = generate(spec, &recipe, &env, &directives)?;
     let mut sources: Vec<PathBuf> = recipe.srcs.clone();
     for g in &generated {
@@ -234,20 +288,57 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         flags,
         dropped_flags,
         toolchain,
+        warnings,
         root: spec.root.to_path_buf(),
+        meta: paths.meta.clone(),
         gen_dir: spec.gen_dir.to_path_buf(),
     })
 }
 
+/// The error for a module's `key` whose (evaluated) `value` cannot be honoured: naming the
+/// manifest's line when the manifest gives the key, else AITER's entry.
+pub(crate) fn key_error(spec: &AiterModuleSpec, key: &str, value: &str, why: &str) -> crate::Error {
+    let module = &spec.module;
+    match module.lines.get(key) {
+        Some(&line) => AiterError::ModuleKey(Box::new(crate::aiter::error::ModuleKeyError {
+            manifest: module.manifest.clone(),
+            line,
+            module: module.name.clone(),
+            key: key.to_string(),
+            value: value.to_string(),
+            why: why.to_string(),
+        })),
+        None => AiterError::AiterConfig {
+            module: module.name.clone(),
+            field: key.to_string(),
+            expression: value.to_string(),
+            why: why.to_string(),
+        },
+    }
+    .into()
+}
+
 /// The module's recipe from `optCompilerConfig.json`, with the manifest's overrides and the CK
 /// filter (the spec's, else the manifest's variants for CK's `-d fwd` and `-d bwd`).
-fn recipe_of(spec: &AiterModuleSpec, env: &Env) -> Result<ModuleRecipe> {
-    let paths = AiterPaths {
-        root: spec.root.to_path_buf(),
-        arch: spec.archs.first().cloned().unwrap_or_default(),
-    };
-    let mut recipe = recipe::load(&paths, &spec.module.name, &spec.module.recipe, env)?;
-    recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
+fn recipe_of(
+    spec: &AiterModuleSpec,
+    paths: &AiterPaths,
+    env: &Env,
+) -> Result<(ModuleRecipe, Vec<String>)> {
+    let mut recipe = recipe::load(paths, &spec.module.name, &spec.module.recipe, env)?;
+    let warnings = recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
+    // The registry's entry (QoLA's cpp_itfs replacements): after the manifest's overrides, as
+    // QoLA applies it, so its generators are neither dropped nor given another receipt.
+    if let Some(entry) = spec.registry().entry(&spec.module.name) {
+        let generation = crate::aiter::api_generation::detect(spec.root).ok();
+        let cx = Context {
+            paths,
+            api_generation: generation.map(|g| g.name()),
+            shipped_dir: &spec.gen_dir.join("qola-registry"),
+            env,
+        };
+        entry.apply(&cx, &mut recipe)?;
+    }
     // A source the recipe (or the manifest's `srcs`) names and the tree lacks is an error
     // here, naming it, not a compile failure among thousands.
     if let Some(missing) = recipe.srcs.iter().find(|src| !src.is_file()) {
@@ -282,11 +373,11 @@ fn recipe_of(spec: &AiterModuleSpec, env: &Env) -> Result<ModuleRecipe> {
         .cloned()
         .collect();
     let dirs = includes_of(spec.root, &[], &recipe);
-    let needs = needs::needs(spec.root, &spec.module.name, &recipe.srcs, &dirs, &flags)?;
+    let needs = needs::needs(&paths.meta, &spec.module.name, &recipe.srcs, &dirs, &flags)?;
     recipe.flags_extra_hip.extend(needs.defines);
     recipe.blob_gen_cmd.extend(needs.generators);
     recipe.hsa_kernels = needs.hsa_kernels;
-    Ok(recipe)
+    Ok((recipe, warnings))
 }
 
 /// Runs (or reuses) each of the recipe's code generators into `gen_dir`; their scripts'
@@ -302,6 +393,7 @@ fn generate(
         None => which::which("python3").map_err(|_| AiterError::Codegen {
             command: "python3".to_string(),
             stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` module".to_string(),
+            origin: None,
         })?,
     };
     let gen_root = spec.gen_dir.join(&recipe.name);
@@ -313,13 +405,20 @@ fn generate(
         if let Some(script_dir) = argv.first().and_then(|s| Path::new(s).parent()) {
             directives.rerun_if_changed(script_dir);
         }
-        generated.push(codegen::run_generator(
-            &python,
-            cmd,
-            index,
-            &gen_root,
-            &spec.archs.join(";"),
-        )?);
+        let run = codegen::run_generator(&python, cmd, index, &gen_root, &spec.archs.join(";"));
+        // A generator a registry added: its failure names the registry's line.
+        let run = run.map_err(|e| match e {
+            crate::Error::Aiter(AiterError::Codegen {
+                command, stderr, ..
+            }) => AiterError::Codegen {
+                command,
+                stderr,
+                origin: recipe.origins.get(cmd).cloned(),
+            }
+            .into(),
+            other => other,
+        });
+        generated.push(run?);
     }
     Ok(generated)
 }

@@ -24,13 +24,14 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::aiter::api_generation::read_api;
 use crate::aiter::error::{AiterError, Result};
-use crate::aiter::library::{AiterLibrary, Api, library, write_public_headers};
+use crate::aiter::library::{AiterLibrary, Api, CppApi, library};
 use crate::aiter::module::AiterModuleSpec;
+use crate::aiter::registry::Registry;
 use crate::build_script::{Directives, Env};
 use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
+use crate::common::precedence::Setting;
 use crate::compile::CompilePlan;
 use crate::compile::toolchain::HipToolchain;
 use crate::manifest::ManifestError;
@@ -50,6 +51,7 @@ pub struct OutputBuild {
     verbose: bool,
     timings: Option<bool>,
     require_rocm: bool,
+    registry: Option<PathBuf>,
 }
 
 /// One module of `manifest.json`.
@@ -112,12 +114,27 @@ pub struct BuildOutcome {
     pub units: usize,
 }
 
+/// What `qola build` would do: each module's plan, and the warnings the build would give.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct BuildPlan {
+    /// Every module selected, in manifest order.
+    pub modules: Vec<ModulePlan>,
+    /// What the build would warn about (the tree, the compiler's version, manifest keys that
+    /// select nothing in this tree).
+    pub warnings: Vec<String>,
+}
+
 /// One module of a plan: what `qola build` would run for it.
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct ModulePlan {
     /// The library's name.
     pub md_name: String,
+    /// The module's group (`--group`, `QOLA_BUILD_GROUPS`).
+    pub group: Option<String>,
+    /// Whether its compile commands are shown (the entry's `verbose`, or `-v`).
+    pub verbose: bool,
     /// The code generators, with whether they ran now and what they produced.
     pub generators: Vec<crate::aiter::plan::GeneratorPlan>,
     /// Flags AITER asks for that the compiler does not know (dropped).
@@ -146,6 +163,10 @@ struct Inputs {
     cache: PathBuf,
     namespace: Option<String>,
     variants: crate::manifest::VariantFilters,
+    /// What the preparation and the compiler's version warn about.
+    warnings: Vec<String>,
+    /// qola's registry with the user's over it.
+    registry: Registry,
 }
 
 impl OutputBuild {
@@ -163,6 +184,7 @@ impl OutputBuild {
             verbose: false,
             timings: None,
             require_rocm: false,
+            registry: None,
         }
     }
 
@@ -219,18 +241,22 @@ impl OutputBuild {
         self
     }
 
+    /// A registry in QoLA's format (`--registry`) over qola's own, over `QOLA_REGISTRY` and the
+    /// manifest's `[qola] registry` (see [`crate::aiter::registry`]).
+    pub fn registry(&mut self, path: impl Into<PathBuf>) -> &mut OutputBuild {
+        self.registry = Some(path.into());
+        self
+    }
+
     /// `[qola] rocm_versions` against the compiler: an error with [`OutputBuild::require_rocm`],
-    /// else a warning on standard error.
-    fn check_rocm(&self, manifest: &Manifest, toolchain: &HipToolchain) -> Result<()> {
+    /// else a warning.
+    fn check_rocm(&self, manifest: &Manifest, toolchain: &HipToolchain) -> Result<Option<String>> {
         match rocm_mismatch(manifest, toolchain) {
-            None => Ok(()),
+            None => Ok(None),
             Some(mismatch) if self.require_rocm => Err(mismatch.into()),
-            Some(mismatch) => {
-                eprintln!(
-                    "qola: warning: {mismatch}; building with it anyway, as QoLA does (`[qola] rocm_versions` is informational unless --require-rocm)"
-                );
-                Ok(())
-            }
+            Some(mismatch) => Ok(Some(format!(
+                "{mismatch}; building with it anyway, as QoLA does (`[qola] rocm_versions` is informational unless --require-rocm)"
+            ))),
         }
     }
 
@@ -251,9 +277,7 @@ impl OutputBuild {
         }
         let prepared = prepare.prepare_with(&settings, env, directives)?;
         let manifest = settings.manifest;
-        for warning in &prepared.warnings {
-            eprintln!("qola: warning: {warning}");
-        }
+        let warnings = prepared.warnings.clone();
         let archs = crate::compile::toolchain::archs::resolve(
             env,
             &self.archs,
@@ -262,15 +286,34 @@ impl OutputBuild {
         let cache = settings.cache.clone().ok_or(crate::cache::NoCacheDir)?;
         let namespace = manifest.namespace().map(String::from);
         let variants = manifest.variant_filters()?;
-        Ok(Inputs {
+        let toolchain = HipToolchain::find(env)?;
+        let user_registry = Setting::argument(self.registry.clone())
+            .environment(|| {
+                env.var_os("QOLA_REGISTRY")
+                    .map(|p| Ok(Some(PathBuf::from(p))))
+                    .unwrap_or(Ok::<_, crate::build_script::EnvError>(None))
+            })?
+            .manifest(|| {
+                let dir = manifest.path.parent().unwrap_or(Path::new("."));
+                manifest.qola.registry.as_ref().map(|p| dir.join(p))
+            })
+            .value();
+        let registry = Registry::with_user(user_registry.as_deref())?;
+        let mut inputs = Inputs {
             manifest,
-            toolchain: HipToolchain::find(env)?,
+            toolchain,
             root: prepared.root,
             archs,
             cache,
             namespace,
             variants,
-        })
+            warnings,
+            registry,
+        };
+        if let Some(warning) = self.check_rocm(&inputs.manifest, &inputs.toolchain)? {
+            inputs.warnings.push(warning);
+        }
+        Ok(inputs)
     }
 
     /// The modules to build, in manifest order.
@@ -344,6 +387,7 @@ impl OutputBuild {
             compiler: None,
             toolchain: Some(&ctx.toolchain),
             cargo_metadata: false,
+            registry: Some(&ctx.registry),
         };
         let api = Api::Cpp {
             namespace: ctx.namespace.clone(),
@@ -367,14 +411,17 @@ impl OutputBuild {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let ctx = self.inputs(&env, &directives)?;
-        self.check_rocm(&ctx.manifest, &ctx.toolchain)?;
+        for warning in &ctx.warnings {
+            eprintln!("qola: warning: {warning}");
+        }
         let selected = self.select(&env, &ctx)?;
         std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
-        write_public_headers(
-            &self.output_dir.join("include"),
-            ctx.namespace.as_deref(),
-            &read_api(&ctx.root)?,
-        )?;
+        CppApi::resolve(
+            &ctx.registry,
+            &ctx.root,
+            &self.output_dir.join("_qola").join("gen"),
+        )?
+        .write_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
         copy_configs(
             &ctx.root.join("aiter/configs"),
             &self.output_dir.join("configs"),
@@ -436,6 +483,9 @@ impl OutputBuild {
             return Ok((0, 0));
         }
         let mut lib = self.assemble(env, ctx, s)?;
+        for warning in &lib.module.warnings {
+            eprintln!("qola: warning: {}: {warning}", s.md_name);
+        }
         if !lib.wrapped {
             eprintln!(
                 "qola build: {}: qola has no C++ API wrapper for {}; the library exports AITER's own default-visibility symbols",
@@ -447,24 +497,32 @@ impl OutputBuild {
         }
         let report = lib
             .build
-            .progress_on_terminal(self.verbose)
+            .progress_on_terminal(self.verbose || lib.module.recipe.verbose)
             .try_compile(&s.md_name)?;
         Ok((report.compiled(), report.units.len()))
     }
 
     /// What [`OutputBuild::try_build`] would run for each module (code generation runs; nothing
-    /// compiles or links).
-    pub fn try_plan(&self) -> Result<Vec<ModulePlan>> {
+    /// compiles or links), and what it would warn about.
+    pub fn try_plan(&self) -> Result<BuildPlan> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let ctx = self.inputs(&env, &directives)?;
-        self.check_rocm(&ctx.manifest, &ctx.toolchain)?;
+        let mut warnings = ctx.warnings.clone();
         let mut plans = Vec::new();
         for s in self.select(&env, &ctx)? {
             let lib = self.assemble(&env, &ctx, &s)?;
             let compile = lib.build.try_plan(&s.md_name)?;
+            warnings.extend(
+                lib.module
+                    .warnings
+                    .iter()
+                    .map(|w| format!("{}: {w}", s.md_name)),
+            );
             plans.push(ModulePlan {
                 md_name: s.md_name.clone(),
+                group: s.module.group.clone(),
+                verbose: self.verbose || lib.module.recipe.verbose,
                 generators: lib
                     .module
                     .generated
@@ -476,7 +534,10 @@ impl OutputBuild {
                 compile,
             });
         }
-        Ok(plans)
+        Ok(BuildPlan {
+            modules: plans,
+            warnings,
+        })
     }
 }
 

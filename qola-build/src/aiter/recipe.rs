@@ -18,29 +18,52 @@ use crate::build_script::Env;
 /// The recipe's own errors: an expression of AITER's config it cannot evaluate.
 type Result<T, E = AiterError> = std::result::Result<T, E>;
 
-/// Where the AITER tree's parts are, as AITER's `core.py` names them.
+/// Where the AITER tree's parts are, as AITER's `core.py` names them and QoLA's resolver
+/// reconstructs them: `AITER_ROOT_DIR` is the prepared checkout; `AITER_META_DIR` (its `csrc`,
+/// `gradlib`, `hsa` and `3rdparty`) is the checkout too, unless the environment's
+/// `AITER_META_DIR` names a directory with a `csrc` (an installed AITER's `aiter_meta`), as
+/// QoLA honours it.
 #[derive(Debug, Clone)]
 pub struct AiterPaths {
-    /// The prepared checkout (`AITER_META_DIR` and `AITER_ROOT_DIR`).
+    /// The prepared checkout (`AITER_ROOT_DIR`).
     pub root: PathBuf,
+    /// `AITER_META_DIR`: the checkout, or the environment's.
+    pub meta: PathBuf,
     /// The architecture `get_gfx()` answers (the first one compiled for).
     pub arch: String,
 }
 
 impl AiterPaths {
+    /// The paths of the checkout at `root` for `arch`, `AITER_META_DIR` read through `env`.
+    pub(crate) fn new(root: &Path, arch: &str, env: &Env) -> Result<AiterPaths> {
+        let meta = match env.var_os("AITER_META_DIR") {
+            Some(dir) if Path::new(&dir).join("csrc").is_dir() => {
+                std::path::absolute(&dir).unwrap_or_else(|_| PathBuf::from(dir))
+            }
+            _ => root.to_path_buf(),
+        };
+        Ok(AiterPaths {
+            root: root.to_path_buf(),
+            meta,
+            arch: arch.to_string(),
+        })
+    }
+
     /// The value of a path variable, or `None` for an unknown name.
-    fn variable(&self, name: &str, env: &Env) -> Result<Option<String>> {
+    pub(crate) fn variable(&self, name: &str, env: &Env) -> Result<Option<String>> {
         let root = self.root.to_string_lossy();
+        let meta = self.meta.to_string_lossy();
         Ok(Some(match name {
-            "AITER_META_DIR" | "AITER_ROOT_DIR" => root.into_owned(),
-            "AITER_CSRC_DIR" => format!("{root}/csrc"),
-            "AITER_GRADLIB_DIR" => format!("{root}/gradlib"),
-            "CK_HELPER_DIR" => format!("{root}/3rdparty/ck_helper"),
+            "AITER_ROOT_DIR" => root.into_owned(),
+            "AITER_META_DIR" => meta.into_owned(),
+            "AITER_CSRC_DIR" => format!("{meta}/csrc"),
+            "AITER_GRADLIB_DIR" => format!("{meta}/gradlib"),
+            "CK_HELPER_DIR" => format!("{meta}/3rdparty/ck_helper"),
             "CK_DIR" | "CK_3RDPARTY_DIR" => match env.var("CK_DIR")? {
                 Some(dir) => dir,
-                None => format!("{root}/3rdparty/composable_kernel"),
+                None => format!("{meta}/3rdparty/composable_kernel"),
             },
-            "AITER_ASM_DIR" => format!("{root}/hsa/{}/", self.arch),
+            "AITER_ASM_DIR" => format!("{meta}/hsa/{}/", self.arch),
             _ => return Ok(None),
         }))
     }
@@ -66,6 +89,18 @@ pub struct ModuleRecipe {
     /// The hsa kernels (subdirectories of `hsa/<arch>/`) whose configs the module's sources
     /// include (see `needs`): what it embeds unless the manifest says.
     pub hsa_kernels: Vec<String>,
+    /// Flags for the shared library's link (`extra_ldflags`; `None` evaluates to none).
+    pub extra_ldflags: Vec<String>,
+    /// Show this module's compile commands (`verbose`), as AITER's `build_module` does.
+    pub verbose: bool,
+    /// The clang directory hipcc runs for this module (`hip_clang_path`: `HIP_CLANG_PATH` of
+    /// its compiles, as AITER sets it), when the entry or the manifest names one.
+    pub hip_clang_path: Option<PathBuf>,
+    /// The third-party checkouts AITER's build would fetch for the module (`third_party`).
+    pub third_party: Vec<String>,
+    /// Where each generator not of AITER's recipe was named (a registry's file, line and
+    /// value), by its command: said when it fails.
+    pub origins: BTreeMap<String, String>,
 }
 
 /// An evaluated expression.
@@ -138,7 +173,7 @@ impl Evaluator<'_> {
         match e {
             "get_asm_dir()" => Ok(Eval::Str(format!(
                 "{}/hsa/{}/",
-                self.paths.root.display(),
+                self.paths.meta.display(),
                 self.paths.arch
             ))),
             "get_gfx()" => Ok(Eval::Str(self.paths.arch.clone())),
@@ -336,8 +371,67 @@ pub(crate) fn load(
         }
         Ok(out)
     };
+    let flag = |field: &str| -> Result<bool> {
+        let ev = Evaluator {
+            module,
+            field,
+            paths,
+            env,
+        };
+        match entry.get(field) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(Value::String(expr)) => match ev.eval(expr)? {
+                Eval::Bool(b) => Ok(b),
+                Eval::None => Ok(false),
+                Eval::Str(_) => Err(ev.fail(expr, "a string where True or False is expected")),
+            },
+            Some(other) => Err(ev.fail(&other.to_string(), "not True or False")),
+        }
+    };
+    // What qola cannot build, whoever asks for it (the entry itself or the manifest, whose
+    // values were merged in): QoLA's own builds of these fail or need PyTorch.
+    for (field, why) in [
+        (
+            "is_standalone",
+            "a standalone build is an executable (AITER links `<md_name>` without `.so`), which QoLA's layout has no place for: build it with AITER's own tools, or set is_standalone = false in the manifest's entry",
+        ),
+        (
+            "hipify",
+            "hipify converts CUDA sources with PyTorch's hipify tool before compiling, and qola compiles the tree's sources as they are: carry the converted sources as a patch of the series, or set hipify = false in the manifest's entry",
+        ),
+    ] {
+        if flag(field)? {
+            return Err(AiterError::AiterConfig {
+                module: module.to_string(),
+                field: field.to_string(),
+                expression: "True".to_string(),
+                why: why.to_string(),
+            });
+        }
+    }
+    if let Some(per_source) = entry.get("flags_extra_hip_per_source")
+        && !matches!(per_source, Value::Null)
+        && per_source.as_object().is_none_or(|m| !m.is_empty())
+    {
+        return Err(AiterError::AiterConfig {
+            module: module.to_string(),
+            field: "flags_extra_hip_per_source".to_string(),
+            expression: per_source.to_string(),
+            why: "qola compiles every unit of a module with the same flags and does not apply flags to single sources: give the flags to the whole module (flags_extra_hip), or build this module with AITER's own tools".to_string(),
+        });
+    }
+    let hip_clang_path = strings("hip_clang_path")?
+        .into_iter()
+        .next()
+        .map(PathBuf::from);
     Ok(ModuleRecipe {
         name: module.to_string(),
+        extra_ldflags: strings("extra_ldflags")?,
+        verbose: flag("verbose")?,
+        hip_clang_path,
+        third_party: strings("third_party")?,
+        origins: BTreeMap::new(),
         srcs: strings("srcs")?.into_iter().map(PathBuf::from).collect(),
         flags_extra_cc: strings("flags_extra_cc")?,
         flags_extra_hip: strings("flags_extra_hip")?,
@@ -350,31 +444,59 @@ pub(crate) fn load(
     })
 }
 
-/// The manifest's overrides of a recipe (QoLA's `[[modules]]` fields).
+/// The manifest's overrides of a recipe (QoLA's `[[modules]]` fields); returns a warning for
+/// each `drop_srcs` or `drop_directions` entry that names nothing of this tree's recipe (TE's
+/// manifests are written for several AITERs: one that lists a source another generates).
 pub(crate) fn apply_overrides(
     recipe: &mut ModuleRecipe,
     module: &crate::manifest::Module,
     archs: &[String],
-) {
+) -> Vec<String> {
+    let mut warnings = Vec::new();
     if let Some(receipt) = module.receipt {
         for cmd in &mut recipe.blob_gen_cmd {
             *cmd = replace_option(cmd, "--receipt", &receipt.to_string());
         }
     }
     // By file name, as QoLA matches them.
-    recipe.srcs.retain(|src| {
-        !module
-            .drop_srcs
+    let named = |src: &PathBuf, drop: &str| src.file_name().is_some_and(|n| n == drop);
+    for drop in &module.drop_srcs {
+        if !recipe.srcs.iter().any(|src| named(src, drop)) {
+            warnings.push(format!(
+                "drop_srcs: {drop:?} is no listed source of {} at this AITER (its srcs: {}); nothing dropped (generated sources are chosen by drop_directions)",
+                module.name,
+                list_names(recipe.srcs.iter().filter_map(|s| s.file_name()).map(|n| n.to_string_lossy().into_owned()))
+            ));
+        }
+    }
+    recipe
+        .srcs
+        .retain(|src| !module.drop_srcs.iter().any(|drop| named(src, drop)));
+    let direction_of = |cmd: &str| -> Option<String> {
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        words
+            .windows(2)
+            .find(|w| w[0] == "-d")
+            .map(|w| w[1].to_string())
+    };
+    for drop in &module.drop_directions {
+        if !recipe
+            .blob_gen_cmd
             .iter()
-            .any(|drop| src.file_name().is_some_and(|n| n == drop.as_str()))
-    });
+            .any(|cmd| direction_of(cmd).as_deref() == Some(drop.as_str()))
+        {
+            warnings.push(format!(
+                "drop_directions: {drop:?} is the direction (`-d`) of no generator of {} at this AITER (its directions: {}); nothing dropped",
+                module.name,
+                list_names(recipe.blob_gen_cmd.iter().filter_map(|c| direction_of(c)))
+            ));
+        }
+    }
     recipe.blob_gen_cmd.retain(|cmd| {
-        !module.drop_directions.iter().any(|d| {
-            cmd.split_whitespace()
-                .collect::<Vec<_>>()
-                .windows(2)
-                .any(|w| w == ["-d", d.as_str()])
-        })
+        !module
+            .drop_directions
+            .iter()
+            .any(|d| direction_of(cmd).as_deref() == Some(d.as_str()))
     });
     // CK's generator takes the architectures to generate for.
     for cmd in &mut recipe.blob_gen_cmd {
@@ -389,6 +511,17 @@ pub(crate) fn apply_overrides(
     }
     if let Some(md_name) = &module.md_name {
         recipe.name = md_name.clone();
+    }
+    warnings
+}
+
+/// `a, b` (or `none`).
+fn list_names(names: impl Iterator<Item = String>) -> String {
+    let names: Vec<String> = names.collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
     }
 }
 
@@ -531,6 +664,7 @@ mod tests {
         let env = Env::new(&directives);
         let paths = AiterPaths {
             root: PathBuf::from("/a"),
+            meta: PathBuf::from("/a"),
             arch: "gfx942".to_string(),
         };
         Evaluator {
@@ -597,6 +731,11 @@ mod tests {
                 "/ck/01_fmha/generate.py -d fwd_splitkv --receipt 600 --output_dir {}".into(),
             ],
             hsa_kernels: vec![],
+            extra_ldflags: vec![],
+            verbose: false,
+            hip_clang_path: None,
+            third_party: vec![],
+            origins: BTreeMap::new(),
         };
         let module = crate::manifest::Module {
             name: "libmha_fwd".into(),
@@ -606,7 +745,8 @@ mod tests {
             md_name: Some("libqola_fwd".into()),
             ..Default::default()
         };
-        apply_overrides(&mut recipe, &module, &["gfx942".to_string()]);
+        let warnings = apply_overrides(&mut recipe, &module, &["gfx942".to_string()]);
+        assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(recipe.srcs, vec![PathBuf::from("/a/x.cu")]);
         assert_eq!(
             recipe.blob_gen_cmd,

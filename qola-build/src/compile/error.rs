@@ -108,6 +108,13 @@ pub enum CompileError {
         why: String,
     },
 
+    /// Link flags were given to a static library, which has no link of its own.
+    #[error("link flags {} were given to the static library of this build, which has no link of its own: link a shared library (HipBuild::shared), or give them to the final link (cargo:rustc-link-arg in the build script)", flags.join(" "))]
+    LinkFlagsOfStaticLibrary {
+        /// The flags.
+        flags: Vec<String>,
+    },
+
     /// Linking the library failed.
     #[error("linking failed: `{command}`: {stderr}")]
     Link {
@@ -128,7 +135,9 @@ impl CompileError {
             | CompileError::RejectedFlags { .. }
             | CompileError::UnsupportedArch { .. }
             | CompileError::Farm { .. } => ErrorKind::Toolchain,
-            CompileError::NoOutDir | CompileError::InvalidRoot { .. } => ErrorKind::Input,
+            CompileError::NoOutDir
+            | CompileError::InvalidRoot { .. }
+            | CompileError::LinkFlagsOfStaticLibrary { .. } => ErrorKind::Input,
             CompileError::Compile { .. } | CompileError::Link { .. } => ErrorKind::Compile,
             CompileError::CacheUnwritable { .. } => ErrorKind::Io,
             CompileError::Failure(e) => e.kind(),

@@ -310,9 +310,8 @@ pub(super) fn link_library(
     let linked = match &build.shared {
         Some(path) => link::link_shared(
             &resolved.toolchain,
-            path,
+            build.shared_link(path),
             &object_paths,
-            build.version_script.as_deref(),
             &stamp,
         )?,
         None => link::link(
@@ -344,9 +343,8 @@ fn library_stamp(
     match &build.shared {
         Some(path) => link::shared_stamp(
             &resolved.toolchain,
-            path,
+            build.shared_link(path),
             keys,
-            build.version_script.as_deref(),
             &resolved.out_dir,
         ),
         None => Ok(link::static_stamp(

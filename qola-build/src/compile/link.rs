@@ -19,7 +19,7 @@ use crate::compile::error::{CompileError, Result};
 use crate::compile::toolchain::HipToolchain;
 
 /// Runs a link tool, turning a failure into [`CompileError::Link`].
-fn run(program: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
+fn run(program: &Path, args: &[&std::ffi::OsStr], env: &[(String, String)]) -> Result<()> {
     let shown = std::iter::once(program.as_os_str())
         .chain(args.iter().copied())
         .map(|a| shell_quote(&a.to_string_lossy()))
@@ -27,6 +27,7 @@ fn run(program: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
         .join(" ");
     let out = Command::new(program)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .map_err(|e| CompileError::Link {
             command: shown.clone(),
@@ -77,26 +78,32 @@ pub(crate) fn commands(name: &str, exported: &[String], out_dir: &Path) -> Vec<S
     out
 }
 
+/// A shared library to link: its file, the version script naming its exports, and extra link
+/// flags (AITER's `extra_ldflags`), given after the objects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SharedLink<'a> {
+    pub library: &'a Path,
+    pub version_script: Option<&'a Path>,
+    pub flags: &'a [String],
+}
+
 /// The link step of a shared library, as one command to read.
-pub(crate) fn shared_command(
-    compiler: &Path,
-    library: &Path,
-    version_script: Option<&Path>,
-) -> String {
+pub(crate) fn shared_command(compiler: &Path, link: SharedLink) -> String {
     let mut words = vec![
         shell_quote(&compiler.to_string_lossy()),
         "-shared".to_string(),
         "-o".to_string(),
-        shell_quote(&library.to_string_lossy()),
+        shell_quote(&link.library.to_string_lossy()),
         "<the objects of the units>".to_string(),
     ];
-    if let Some(script) = version_script {
+    if let Some(script) = link.version_script {
         words.push("-Xlinker".to_string());
         words.push(shell_quote(&format!(
             "--version-script={}",
             script.display()
         )));
     }
+    words.extend(link.flags.iter().map(|f| shell_quote(f)));
     words.join(" ")
 }
 
@@ -120,32 +127,37 @@ impl Stamp {
     }
 }
 
-/// The stamp of the shared library `library` linked from the objects of `keys` with
-/// `version_script` by `toolchain`, kept in `work_dir`.
+/// The stamp of the shared library `link` from the objects of `keys` by `toolchain`, kept in
+/// `work_dir`.
 pub(crate) fn shared_stamp(
     toolchain: &HipToolchain,
-    library: &Path,
+    link: SharedLink,
     keys: &[String],
-    version_script: Option<&Path>,
     work_dir: &Path,
 ) -> Result<Stamp> {
-    let file_name = library
+    let file_name = link
+        .library
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let script = match version_script {
+    let script = match link.version_script {
         Some(path) => std::fs::read_to_string(path).map_err(io_error("read", path))?,
         None => String::new(),
     };
+    let mut inputs = format!(
+        "{}\n--\n{}\n--\n{}\n",
+        keys.join("\n"),
+        script,
+        toolchain.identity
+    );
+    // Libraries linked without flags keep the stamps they had.
+    if !link.flags.is_empty() {
+        inputs.push_str(&format!("--\n{}\n", link.flags.join("\n")));
+    }
     Ok(Stamp {
-        library: library.to_path_buf(),
+        library: link.library.to_path_buf(),
         path: work_dir.join(format!("{file_name}.inputs")),
-        inputs: format!(
-            "{}\n--\n{}\n--\n{}\n",
-            keys.join("\n"),
-            script,
-            toolchain.identity
-        ),
+        inputs,
     })
 }
 
@@ -173,11 +185,11 @@ pub(crate) fn static_stamp(
 /// rename) only when the objects or the script changed (`stamp`, see [`shared_stamp`]).
 pub(crate) fn link_shared(
     toolchain: &HipToolchain,
-    library: &Path,
+    link: SharedLink,
     objects: &[PathBuf],
-    version_script: Option<&Path>,
     stamp: &Stamp,
 ) -> Result<Linked> {
+    let library = link.library;
     let file_name = library
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -199,13 +211,14 @@ pub(crate) fn link_shared(
     }
     args.extend(["-o".into(), partial.clone().into_os_string(), soname.into()]);
     args.extend(objects.iter().map(|o| o.clone().into_os_string()));
-    if let Some(path) = version_script {
+    if let Some(path) = link.version_script {
         // `-Xlinker`, not `-Wl,`: a path may hold a comma, which `-Wl,` splits at.
         args.push("-Xlinker".into());
         args.push(format!("--version-script={}", path.display()).into());
     }
+    args.extend(link.flags.iter().map(std::ffi::OsString::from));
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    if let Err(e) = run(&toolchain.path, &refs) {
+    if let Err(e) = run(&toolchain.path, &refs, &toolchain.env) {
         let _ = std::fs::remove_file(&partial);
         return Err(e);
     }
@@ -259,7 +272,7 @@ pub(crate) fn link(
         combined.as_os_str(),
     ];
     args.extend(objects.iter().map(|o| o.as_os_str()));
-    run(&tool(&["ld", "ld.lld"])?, &args)?;
+    run(&tool(&["ld", "ld.lld"])?, &args, &[])?;
     if !exported.is_empty() {
         let list = out_dir.join(format!("{name}.exports"));
         std::fs::write(&list, format!("{}\n", exported.join("\n")))
@@ -268,6 +281,7 @@ pub(crate) fn link(
         run(
             &tool(&["objcopy", "llvm-objcopy"])?,
             &[keep.as_ref(), combined.as_os_str()],
+            &[],
         )?;
     }
     cc::Build::new()

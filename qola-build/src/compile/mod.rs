@@ -87,6 +87,7 @@ pub struct HipBuild {
     roots: Vec<(String, PathBuf)>,
     shared: Option<PathBuf>,
     version_script: Option<PathBuf>,
+    link_flags: Vec<String>,
     terminal: Option<bool>,
     jobs: Option<usize>,
     memory_per_job: Option<u64>,
@@ -121,6 +122,7 @@ impl HipBuild {
             roots: Vec::new(),
             shared: None,
             version_script: None,
+            link_flags: Vec::new(),
             terminal: None,
             jobs: None,
             memory_per_job: None,
@@ -218,6 +220,23 @@ impl HipBuild {
     pub fn version_script(&mut self, path: impl AsRef<Path>) -> &mut HipBuild {
         self.version_script = Some(path.as_ref().to_path_buf());
         self
+    }
+
+    /// Adds a flag to the shared library's link (after the objects; AITER's `extra_ldflags`).
+    /// A static library has no link of its own: a build with link flags must be
+    /// [`HipBuild::shared`].
+    pub fn link_flag(&mut self, flag: &str) -> &mut HipBuild {
+        self.link_flags.push(flag.to_string());
+        self
+    }
+
+    /// The shared library at `path` as this build links it.
+    fn shared_link<'a>(&'a self, path: &'a Path) -> link::SharedLink<'a> {
+        link::SharedLink {
+            library: path,
+            version_script: self.version_script.as_deref(),
+            flags: &self.link_flags,
+        }
     }
 
     /// Shows progress on standard error (a command line's terminal): where the log is, a line

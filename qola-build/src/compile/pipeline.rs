@@ -254,8 +254,7 @@ impl HipBuild {
                 path.clone(),
                 vec![link::shared_command(
                     &r.toolchain.path,
-                    path,
-                    self.version_script.as_deref(),
+                    self.shared_link(path),
                 )],
             ),
             None => (

@@ -158,7 +158,6 @@ pub struct CompilePlan {
     pub jobs: usize,
     /// Why that many.
     pub jobs_reason: String,
-    /// The compiler.
-    #[serde(skip)]
+    /// The compiler: its path, versions, identity (what the unit ids hash) and environment.
     pub toolchain: HipToolchain,
 }

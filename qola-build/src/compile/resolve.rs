@@ -48,6 +48,11 @@ impl Resolved {
     /// Resolves `build`'s output directory, cache, compiler, architectures (probed), roots and
     /// arguments, launcher and parallelism.
     pub(crate) fn new(build: &HipBuild, env: &Env) -> Result<Resolved> {
+        if build.shared.is_none() && !build.link_flags.is_empty() {
+            return Err(CompileError::LinkFlagsOfStaticLibrary {
+                flags: build.link_flags.clone(),
+            });
+        }
         let out_dir = Setting::argument(build.out_dir.clone())
             .environment(|| Ok::<_, CompileError>(env.var_os("OUT_DIR").map(PathBuf::from)))?
             .value()
@@ -302,6 +307,7 @@ impl Resolved {
             argv.extend(extra.iter().map(|a| a.to_string()));
             std::process::Command::new(&argv[0])
                 .args(&argv[1..])
+                .envs(self.toolchain.env.iter().map(|(k, v)| (k, v)))
                 .current_dir(self.roots.dir())
                 .output()
                 .ok()
@@ -338,6 +344,7 @@ impl Resolved {
             &farm::Compile {
                 is_clang: self.toolchain.is_clang,
                 command: &command,
+                env: &self.toolchain.env,
                 cache: &self.cache,
                 work: &self.out_dir.join("qola-farm"),
             },

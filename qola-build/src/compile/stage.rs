@@ -60,6 +60,8 @@ pub(super) fn stage(
     layout: Option<&Layout>,
 ) -> Result<Staged> {
     let mut env = resolved.launcher.env().to_vec();
+    // The compiler's own environment (a module's clang: HIP_CLANG_PATH).
+    env.extend(resolved.toolchain.env.iter().cloned());
     if units.iter().any(|u| u.plan.compiles()) {
         // Compilers' temporary files go to the build's scratch, removed when it ends; not on a
         // farm, whose servers get the compile's environment but have no such directory.

@@ -41,7 +41,7 @@ mod error;
 mod model;
 mod problem;
 mod read;
-mod reader;
+pub(crate) mod reader;
 pub mod variants;
 
 use std::path::Path;
@@ -67,10 +67,14 @@ impl Manifest {
 
     /// Parses manifest text; `path` is used in error messages only.
     pub fn from_str_at(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
-        read::read(text).map_err(|problems| ManifestError::Invalid {
+        let mut manifest = read::read(text).map_err(|problems| ManifestError::Invalid {
             path: path.to_path_buf(),
             problems,
-        })
+        })?;
+        for module in &mut manifest.modules {
+            module.manifest = path.to_path_buf();
+        }
+        Ok(manifest)
     }
 
     /// The CK filters of `[[mha_fwd_variants]]` and `[[mha_bwd_variants]]`.

@@ -36,6 +36,9 @@ pub struct QolaTable {
     /// The patch series directory as written: relative to the manifest file, or to the working
     /// directory where only that reading exists (QoLA's; a warning names both).
     pub patches_dir: Option<PathBuf>,
+    /// A registry in QoLA's format (qola's key; relative to the manifest file) adding modules to
+    /// qola's and replacing its entries (see [`crate::aiter::registry`]).
+    pub registry: Option<PathBuf>,
     /// ROCm versions the manifest was written for (`"6"`, `"6.4"`). Informational, as in QoLA:
     /// `qola build` warns when the compiler's HIP version starts with none of them, and fails
     /// only with `--require-rocm` ([`crate::OutputBuild::require_rocm`]). Empty: any.
@@ -87,9 +90,18 @@ pub struct Module {
     pub recipe: BTreeMap<String, serde_json::Value>,
     /// The manifest line of the entry (for messages).
     pub line: usize,
+    /// The manifest line of each key the entry gives (for messages).
+    pub lines: BTreeMap<String, usize>,
+    /// The manifest file (for messages; empty for a manifest read from text alone).
+    pub manifest: PathBuf,
 }
 
 impl Module {
+    /// Whether the manifest's entry gives `key` (as opposed to AITER's entry or a default).
+    pub fn gives(&self, key: &str) -> bool {
+        self.lines.contains_key(key)
+    }
+
     /// The library's name: `md_name`, else the module's name.
     pub fn md_name(&self) -> &str {
         self.md_name.as_deref().unwrap_or(&self.name)

@@ -31,6 +31,32 @@ const RECIPE_BOOLS: &[&str] = &[
 ];
 const RECIPE_STRINGS: &[&str] = &["hip_clang_path"];
 
+/// The values of QoLA's boolean keys that qola cannot honour, and why (with the way on). QoLA's
+/// cpp_itfs mode itself sets `is_python_module = false` and `torch_exclude = true`; the others
+/// would build something that is no shared library of QoLA's layout.
+const REFUSED: &[(&str, bool, &str)] = &[
+    (
+        "is_python_module",
+        true,
+        "QoLA's cpp_itfs mode builds a plain shared library (it sets is_python_module = false); a Python extension module is a pybind build, which links PyTorch and which qola does not build: remove the key",
+    ),
+    (
+        "torch_exclude",
+        false,
+        "QoLA's cpp_itfs mode builds without PyTorch (it sets torch_exclude = true); linking PyTorch is a pybind build, which qola does not build: remove the key",
+    ),
+    (
+        "is_standalone",
+        true,
+        "a standalone build is an executable (AITER links `<md_name>` without `.so`), which QoLA's layout has no place for: remove the key, or build that executable with AITER's own tools",
+    ),
+    (
+        "hipify",
+        true,
+        "hipify converts CUDA sources with PyTorch's hipify tool before compiling, and qola compiles the tree's sources as they are: carry the converted sources as a patch of the series (`qola diff`) and remove the key",
+    ),
+];
+
 /// Reads manifest text; `Err` holds every problem found, in line order.
 pub(super) fn read(text: &str) -> Result<Manifest, Vec<Problem>> {
     let mut r = Reader {
@@ -107,11 +133,72 @@ pub(super) fn read(text: &str) -> Result<Manifest, Vec<Problem>> {
             }
         }
     }
+    variants_narrow_a_module(&mut r, &manifest);
     if r.problems.is_empty() {
         Ok(manifest)
     } else {
         r.problems.sort_by_key(|p| p.line);
         Err(r.problems)
+    }
+}
+
+/// qola applies `[[mha_fwd_variants]]` and `[[mha_bwd_variants]]` to the `libmha_fwd` and
+/// `libmha_bwd` entries they narrow. QoLA builds forward variants without a `libmha_fwd` entry as
+/// per-variant pybind modules (PyTorch), and gives a variant's `receipt` to those modules only:
+/// neither has a meaning qola can honour, so each is refused.
+fn variants_narrow_a_module(r: &mut Reader, manifest: &Manifest) {
+    for (variants, module, section) in [
+        (
+            &manifest.mha_fwd_variants,
+            "libmha_fwd",
+            "[[mha_fwd_variants]]",
+        ),
+        (
+            &manifest.mha_bwd_variants,
+            "libmha_bwd",
+            "[[mha_bwd_variants]]",
+        ),
+    ] {
+        let Some(first) = variants.first() else {
+            continue;
+        };
+        let narrowed: Vec<&Module> = manifest
+            .modules
+            .iter()
+            .filter(|m| m.name == module)
+            .collect();
+        if narrowed.is_empty() {
+            r.problems.push(Problem {
+                line: first.line,
+                key: section.to_string(),
+                message: format!(
+                    "no [[modules]] entry builds {module}, which these variants narrow in qola (QoLA builds forward variants without it as per-variant pybind modules, which need PyTorch and which qola does not build): add a {module} entry"
+                ),
+            });
+            continue;
+        }
+        for v in variants {
+            let Some(receipt) = v.receipt else { continue };
+            if narrowed.iter().all(|m| m.receipt == Some(receipt)) {
+                continue;
+            }
+            let theirs: Vec<String> = narrowed
+                .iter()
+                .map(|m| {
+                    m.receipt.map_or("AITER's own receipt".to_string(), |n| {
+                        format!("receipt = {n}")
+                    })
+                })
+                .collect();
+            r.problems.push(Problem {
+                line: v.line,
+                key: format!("{section} receipt"),
+                message: format!(
+                    "{receipt}: these variants narrow {module}, which is generated at {} (its [[modules]] entry); a variant's receipt is QoLA's for per-variant pybind modules, which qola does not build: set receipt = {receipt} in the {module} entry and remove it here",
+                    theirs.join(", ")
+                ),
+            });
+        }
     }
 }
 
@@ -121,6 +208,7 @@ fn qola(r: &mut Reader, t: &DeTable) -> QolaTable {
         "aiter_url",
         "namespace",
         "patches_dir",
+        "registry",
         "rocm_versions",
     ];
     r.only("[qola]", t, KNOWN);
@@ -147,6 +235,9 @@ fn qola(r: &mut Reader, t: &DeTable) -> QolaTable {
     }
     if let Some(v) = t.get("patches_dir") {
         q.patches_dir = r.string(v, key("patches_dir")).map(PathBuf::from);
+    }
+    if let Some(v) = t.get("registry") {
+        q.registry = r.string(v, key("registry")).map(PathBuf::from);
     }
     if let Some(v) = t.get("rocm_versions") {
         q.rocm_versions = r.strings(v, key("rocm_versions")).unwrap_or_default();
@@ -202,13 +293,34 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
         "hsa_subdirs",
         "md_name",
     ];
-    let known: Vec<&str> = [OURS, RECIPE_LISTS, RECIPE_BOOLS, RECIPE_STRINGS].concat();
+    let known: Vec<&str> = [
+        OURS,
+        RECIPE_LISTS,
+        RECIPE_BOOLS,
+        RECIPE_STRINGS,
+        &["flags_extra_hip_per_source"],
+    ]
+    .concat();
     r.only("[[modules]]", t, &known);
+    if let Some(v) = t.get("flags_extra_hip_per_source") {
+        r.problem(
+            v.span().start,
+            "[[modules]] flags_extra_hip_per_source".to_string(),
+            format!(
+                "{}: qola compiles every unit of a module with the same flags and does not apply flags to single sources: give the flags to the whole module (flags_extra_hip), or build this module with AITER's own tools",
+                toml_text(r.text, v)
+            ),
+        );
+    }
     let key = |k: &str| format!("[[modules]] {k}");
     let mut m = Module {
         line: r.line(at),
         ..Module::default()
     };
+    for (k, _) in t {
+        m.lines
+            .insert(k.get_ref().to_string(), r.line(k.span().start));
+    }
     match t.get("name") {
         Some(v) => m.name = r.string(v, key("name"))?,
         None => {
@@ -258,11 +370,26 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
         }
     }
     for field in RECIPE_BOOLS {
-        if let Some(v) = t.get(*field)
-            && let Some(b) = r.bool(v, key(field))
+        let Some(v) = t.get(*field) else { continue };
+        // A boolean, or the Python expression `True`/`False` (as QoLA evaluates the entry).
+        let b = match v.get_ref() {
+            toml::de::DeValue::String(s) if s.trim() == "True" => Some(true),
+            toml::de::DeValue::String(s) if s.trim() == "False" => Some(false),
+            _ => r.bool(v, key(field)),
+        };
+        let Some(b) = b else { continue };
+        if let Some((_, _, why)) = REFUSED
+            .iter()
+            .find(|(f, value, _)| f == field && *value == b)
         {
-            m.recipe.insert(field.to_string(), serde_json::json!(b));
+            r.problem(
+                v.span().start,
+                key(field),
+                format!("{}: {why}", toml_text(r.text, v)),
+            );
+            continue;
         }
+        m.recipe.insert(field.to_string(), serde_json::json!(b));
     }
     for field in RECIPE_STRINGS {
         if let Some(v) = t.get(*field)
@@ -272,4 +399,13 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
         }
     }
     Some(m)
+}
+
+/// A value as the manifest writes it (for messages).
+fn toml_text(text: &str, v: &Value) -> String {
+    let span = v.span();
+    text.get(span.start..span.end)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }

@@ -14,7 +14,7 @@ fn problems(text: &str) -> Vec<Problem> {
 #[test]
 fn full_manifest_reads_every_table() {
     let m = parse(
-        "[qola]\naiter_commit = \"abc\"\nnamespace = \"te\"\npatches_dir = \"p\"\nrocm_versions = [\"6\"]\n[build]\narchitectures = \"gfx942;gfx950\"\nmode = \"cpp_itfs\"\n[[modules]]\nname = \"libmha_fwd\"\nreceipt = 600\nhsa_subdirs = [\"fmha_v3_fwd\"]\nflags_extra_hip = [\"'-DFOO=1'\"]\n[[mha_fwd_variants]]\ndtype = [\"bf16\"]\nhas_lse = true\n[[mha_bwd_variants]]\ndeterministic = [false, true]\n",
+        "[qola]\naiter_commit = \"abc\"\nnamespace = \"te\"\npatches_dir = \"p\"\nrocm_versions = [\"6\"]\n[build]\narchitectures = \"gfx942;gfx950\"\nmode = \"cpp_itfs\"\n[[modules]]\nname = \"libmha_fwd\"\nreceipt = 600\nhsa_subdirs = [\"fmha_v3_fwd\"]\nflags_extra_hip = [\"'-DFOO=1'\"]\n[[modules]]\nname = \"libmha_bwd\"\n[[mha_fwd_variants]]\ndtype = [\"bf16\"]\nhas_lse = true\n[[mha_bwd_variants]]\ndeterministic = [false, true]\n",
     )
     .unwrap();
     assert_eq!(m.qola.aiter_commit.as_deref(), Some("abc"));
@@ -77,6 +77,7 @@ fn every_mistake_of_a_manifest_is_reported_at_once() {
             (10, "[[modules]] srcs"),
             (12, "[[mha_fwd_variants]] dtype"),
             (13, "[[mha_fwd_variants]] has_lse"),
+            (14, "[[mha_bwd_variants]]"),
             (15, "[[mha_bwd_variants]] has_sink"),
         ]
     );
@@ -99,10 +100,14 @@ fn a_syntax_error_names_its_line() {
 
 #[test]
 fn qolas_older_mha_variants_are_forward_variants() {
-    let m = parse("[[mha_variants]]\ndtype = \"fp16\"\nhas_dropout = false\n").unwrap();
+    let m = parse(
+        "[[modules]]\nname = \"libmha_fwd\"\n[[mha_variants]]\ndtype = \"fp16\"\nhas_dropout = false\n",
+    )
+    .unwrap();
     assert_eq!(m.mha_fwd_variants.len(), 1);
     assert_eq!(m.mha_fwd_variants[0].dtypes, vec!["fp16"]);
-    let p = problems("[[mha_variants]]\ndeterministic = true\n");
+    let p =
+        problems("[[modules]]\nname = \"libmha_fwd\"\n[[mha_variants]]\ndeterministic = true\n");
     assert_eq!(p[0].key, "[[mha_variants]] deterministic");
 }
 
@@ -131,4 +136,55 @@ fn a_manifest_shaped_like_qolas_te_example_loads() {
     let filters = m.variant_filters().unwrap();
     assert!(filters.fwd.unwrap().contains("_lse_"));
     assert_eq!(filters.bwd.unwrap().split('@').count(), 3);
+}
+
+/// QoLA's boolean keys: the values qola builds are accepted (as TOML booleans or QoLA's Python
+/// `True`/`False`), the others refused with the key, the value and the way on.
+#[test]
+fn booleans_qola_cannot_honour_are_refused_naming_the_value() {
+    let m = parse(
+        "[[modules]]\nname = \"m\"\nis_python_module = false\ntorch_exclude = \"True\"\nis_standalone = false\nhipify = false\nverbose = true\n",
+    )
+    .unwrap();
+    assert_eq!(
+        m.modules[0].recipe["torch_exclude"],
+        serde_json::json!(true)
+    );
+    assert_eq!(m.modules[0].recipe["verbose"], serde_json::json!(true));
+    assert_eq!(m.modules[0].lines["verbose"], 7);
+    let p = problems(
+        "[[modules]]\nname = \"m\"\nis_python_module = true\ntorch_exclude = false\nis_standalone = \"True\"\nhipify = true\nflags_extra_hip_per_source = { \"*.device.cu\" = [\"-D__HIPCC_RTC__\"] }\n",
+    );
+    let got: Vec<(usize, &str)> = p.iter().map(|p| (p.line, p.key.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            (3, "[[modules]] is_python_module"),
+            (4, "[[modules]] torch_exclude"),
+            (5, "[[modules]] is_standalone"),
+            (6, "[[modules]] hipify"),
+            (7, "[[modules]] flags_extra_hip_per_source"),
+        ]
+    );
+    assert!(p[0].message.starts_with("true: ") && p[0].message.contains("pybind"));
+    assert!(p[2].message.starts_with("\"True\": ") && p[2].message.contains("executable"));
+    assert!(p[4].message.contains("-D__HIPCC_RTC__") && p[4].message.contains("flags_extra_hip"));
+}
+
+/// Variants narrow the `libmha_*` entry of their direction; a receipt of their own is QoLA's
+/// for pybind modules, refused unless it is the module's.
+#[test]
+fn a_variants_receipt_must_be_its_modules() {
+    let p = problems(
+        "[[modules]]\nname = \"libmha_fwd\"\nreceipt = 700\n[[mha_fwd_variants]]\ndtype = \"bf16\"\nreceipt = 600\n",
+    );
+    assert_eq!(
+        (p[0].line, p[0].key.as_str()),
+        (4, "[[mha_fwd_variants]] receipt")
+    );
+    assert!(p[0].message.contains("receipt = 700"), "{}", p[0].message);
+    parse(
+        "[[modules]]\nname = \"libmha_fwd\"\nreceipt = 700\n[[mha_fwd_variants]]\nreceipt = 700\n",
+    )
+    .unwrap();
 }

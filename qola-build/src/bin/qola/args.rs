@@ -173,6 +173,10 @@ pub(crate) struct BuildCmd {
     /// [default: a warning, as in QoLA].
     #[arg(long)]
     pub require_rocm: bool,
+    /// A registry in QoLA's format (qola/cpp_itfs/registry.toml) adding modules to qola's and
+    /// replacing its entries [default: QOLA_REGISTRY, the manifest's [qola] registry].
+    #[arg(long, value_name = "FILE")]
+    pub registry: Option<PathBuf>,
 }
 
 /// `cache`.
@@ -260,6 +264,9 @@ impl BuildCmd {
         }
         if let Some(filter) = &self.filter {
             build.ck_filter(filter);
+        }
+        if let Some(registry) = &self.registry {
+            build.registry(registry);
         }
         build
     }

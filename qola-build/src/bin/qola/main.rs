@@ -82,6 +82,14 @@ fn prepare(
     for warning in &prepared.warnings {
         eprintln!("qola: warning: {warning}");
     }
+    if verb == "checkout" && !c.json && prepared.action != Action::Refused {
+        // QoLA's line, on standard output, for the scripts that read it.
+        let root = prepared
+            .root
+            .canonicalize()
+            .unwrap_or(prepared.root.clone());
+        println!("AITER ready at {}", root.display());
+    }
     if verb == "status" {
         for path in &prepared.edited_paths {
             eprintln!("  edited: {path}");
@@ -157,8 +165,15 @@ fn build(c: &BuildCmd) -> ExitCode {
             "; nothing changed in the output directory"
         }
     );
-    for m in r.modules.iter().filter(|m| !m.success) {
-        eprintln!("  FAILED: {}: {}", m.md_name, m.error);
+    if !c.prepare.json {
+        // QoLA's lines, on standard output, for the scripts that read them.
+        println!(
+            "Build complete: {}/{} succeeded, {} failed.",
+            r.summary.success, r.summary.total, r.summary.failed
+        );
+        for m in r.modules.iter().filter(|m| !m.success) {
+            println!("  FAILED: {}: {}", m.md_name, m.error);
+        }
     }
     if r.summary.failed > 0 {
         ExitCode::from(1)
@@ -174,14 +189,17 @@ fn plan(c: &BuildCmd) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let modules = match c.output_build().try_plan() {
-        Ok(modules) => modules,
+    let plan = match c.output_build().try_plan() {
+        Ok(plan) => plan,
         Err(e) => return fail("plan", c.prepare.json, &e),
     };
     if c.prepare.json {
-        print_json(&serde_json::json!({ "modules": modules }));
+        print_json(&serde_json::to_value(&plan).expect("a plan always serializes"));
     }
-    for module in &modules {
+    for warning in &plan.warnings {
+        eprintln!("qola: warning: {warning}");
+    }
+    for module in &plan.modules {
         let cached = module.compile.units.iter().filter(|u| u.cached).count();
         eprintln!(
             "qola plan: {}: {} generators, {} units ({cached} cached), {} hsa code objects, {} link steps",
@@ -200,7 +218,7 @@ fn plan(c: &BuildCmd) -> ExitCode {
                 unit.reason.as_str()
             };
             *counts.entry((unit.decision, reason)).or_default() += 1;
-            if c.verbose {
+            if module.verbose {
                 eprintln!(
                     "  {:10} {} ({})",
                     unit.decision,

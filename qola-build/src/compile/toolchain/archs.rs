@@ -100,8 +100,14 @@ pub(crate) fn validate(
         // Answers are kept by the command with roots by name: the same in every place.
         let named: Vec<String> = named.iter().chain(&for_arch).cloned().collect();
         let identity = &toolchain.identity;
-        let ProbeAnswer::Rejected(stderr) =
-            probe(identity, &probe_command, &named, cache, scratch)?
+        let ProbeAnswer::Rejected(stderr) = probe(
+            identity,
+            &toolchain.env,
+            &probe_command,
+            &named,
+            cache,
+            scratch,
+        )?
         else {
             continue;
         };
@@ -113,7 +119,7 @@ pub(crate) fn validate(
             format!("--offload-arch={arch}"),
             "-c".to_string(),
         ];
-        if probe(identity, &bare, &bare, cache, scratch)? == ProbeAnswer::Accepted {
+        if probe(identity, &toolchain.env, &bare, &bare, cache, scratch)? == ProbeAnswer::Accepted {
             return Err(CompileError::RejectedFlags {
                 flags: command[1..].join(" "),
                 compiler: toolchain.path.clone(),

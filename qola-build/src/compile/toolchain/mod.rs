@@ -19,7 +19,7 @@ pub(crate) mod probe;
 const OPT_ROCM_HIPCC: &str = "/opt/rocm/bin/hipcc";
 
 /// A HIP compiler, found and identified.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct HipToolchain {
     /// The compiler as found (what commands run).
     pub path: PathBuf,
@@ -31,8 +31,12 @@ pub struct HipToolchain {
     pub clang_version: Option<String>,
     /// The library directory holding `libamdhip64`, when known.
     pub lib_dir: Option<PathBuf>,
-    /// blake3 over the compiler file's content and the full `--version` output.
+    /// blake3 over the compiler file's content and the full `--version` output (and, with a
+    /// clang directory, that clang's content).
     pub identity: String,
+    /// The environment every command of this compiler runs with: `HIP_CLANG_PATH` when a
+    /// module names its own clang (see [`HipToolchain::with_clang_dir`]).
+    pub env: Vec<(String, String)>,
 }
 
 impl HipToolchain {
@@ -74,13 +78,64 @@ impl HipToolchain {
 
     /// The compiler at `path`, identified by running `--version`.
     pub fn identify(path: &Path) -> Result<HipToolchain> {
+        HipToolchain::identify_with(path, Vec::new(), &[])
+    }
+
+    /// This compiler running the clang in `dir` (AITER's `hip_clang_path`: hipcc's
+    /// `HIP_CLANG_PATH`), identified again: its `--version` with that clang, and that clang's
+    /// content, so objects compiled by another clang never share a key. `dir` must hold
+    /// `clang++` (or `clang`).
+    pub fn with_clang_dir(&self, dir: &Path) -> Result<HipToolchain> {
+        // Every clang driver there (hipcc runs `clang++`, Debian's `clang++-<major>`): their
+        // contents, by name.
+        let mut clangs: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_file()
+                    && p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("clang"))
+            })
+            .collect();
+        clangs.sort();
+        if !clangs
+            .iter()
+            .any(|p| p.ends_with("clang++") || p.ends_with("clang"))
+        {
+            return Err(CompileError::HipCompilerUnusable {
+                path: dir.to_path_buf(),
+                why: format!(
+                    "hip_clang_path {} holds no clang++ (or clang): name the `bin` directory of the clang this module compiles with",
+                    dir.display()
+                ),
+            });
+        }
+        HipToolchain::identify_with(
+            &self.path,
+            vec![(
+                "HIP_CLANG_PATH".to_string(),
+                dir.to_string_lossy().into_owned(),
+            )],
+            &clangs,
+        )
+    }
+
+    fn identify_with(
+        path: &Path,
+        env: Vec<(String, String)>,
+        clangs: &[PathBuf],
+    ) -> Result<HipToolchain> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let is_clang = name.contains("clang");
         let mut command = Command::new(path);
-        command.arg("--version");
+        command
+            .arg("--version")
+            .envs(env.iter().map(|(k, v)| (k, v)));
         if !is_clang {
             // Without an architecture hipcc asks rocm_agent_enumerator for the GPU: slow, and
             // noisy on machines without one.
@@ -113,14 +168,25 @@ impl HipToolchain {
         let clang_version = line_with("clang version");
         let resolved = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         // What the compiler is, not where: its file's content and what it says of itself.
-        let content = std::fs::read(&resolved).map_err(|e| CompileError::HipCompilerUnusable {
-            path: path.to_path_buf(),
-            why: format!("cannot read {}: {e}", resolved.display()),
-        })?;
+        let content_hash = |file: &Path| -> Result<blake3::Hash> {
+            let resolved = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+            let content =
+                std::fs::read(&resolved).map_err(|e| CompileError::HipCompilerUnusable {
+                    path: path.to_path_buf(),
+                    why: format!("cannot read {}: {e}", resolved.display()),
+                })?;
+            Ok(blake3::hash(&content))
+        };
         let mut hasher = blake3::Hasher::new();
-        hasher.update(blake3::hash(&content).as_bytes());
+        hasher.update(content_hash(path)?.as_bytes());
         hasher.update(b"\0");
         hasher.update(text.as_bytes());
+        for clang in clangs {
+            hasher.update(b"\0");
+            hasher.update(clang.file_name().unwrap_or_default().as_encoded_bytes());
+            hasher.update(b"\0");
+            hasher.update(content_hash(clang)?.as_bytes());
+        }
         Ok(HipToolchain {
             lib_dir: lib_dir(&resolved),
             path: path.to_path_buf(),
@@ -128,6 +194,7 @@ impl HipToolchain {
             hip_version,
             clang_version,
             identity: hasher.finalize().to_hex().to_string(),
+            env,
         })
     }
 

@@ -20,9 +20,10 @@ pub(crate) enum ProbeAnswer {
 /// Compiles an empty kernel with `command` (program first, then every argument but the source
 /// and `-o`), or reads the answer kept for the same compiler (its `identity`) and `key_command`
 /// (the command as it is known in every place: its roots by name) under `cache`. `scratch` holds
-/// the probe's files.
+/// the probe's files; `env`: the compiler's environment (see [`super::HipToolchain::env`]).
 pub(crate) fn probe(
     identity: &str,
+    env: &[(String, String)],
     command: &[String],
     key_command: &[String],
     cache: Option<&Path>,
@@ -49,6 +50,7 @@ pub(crate) fn probe(
     let object = scratch.join(format!("qola-probe-{}.o", &key[..12]));
     let output = Command::new(&command[0])
         .args(&command[1..])
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .arg(&source)
         .arg("-o")
         .arg(&object)

@@ -20,8 +20,14 @@ pub(crate) struct Expanded {
 const SOURCE: &str = "qola-farm-probe-source.hip";
 
 /// Expands `args` (the compiler first, then the flags shared by every unit).
-/// `is_clang`: the compiler is a clang driver already (nothing to expand).
-pub(crate) fn expand(args: &[String], is_clang: bool, work: &Path) -> Result<Expanded> {
+/// `is_clang`: the compiler is a clang driver already (nothing to expand); `env`: the
+/// compiler's environment (a module's `HIP_CLANG_PATH`, which names the clang it expands to).
+pub(crate) fn expand(
+    args: &[String],
+    env: &[(String, String)],
+    is_clang: bool,
+    work: &Path,
+) -> Result<Expanded> {
     if is_clang {
         return Ok(Expanded {
             clang: PathBuf::from(&args[0]),
@@ -32,6 +38,7 @@ pub(crate) fn expand(args: &[String], is_clang: bool, work: &Path) -> Result<Exp
     let out = Command::new(&args[0])
         .args(&args[1..])
         .args(["-c", SOURCE, "-o", "qola-farm-probe.o", "-###"])
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env("HIPCC_VERBOSE", "1")
         .current_dir(work)
         .output()

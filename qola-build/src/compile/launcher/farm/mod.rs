@@ -102,6 +102,8 @@ pub(crate) struct Compile<'a> {
     pub is_clang: bool,
     /// The compile command shared by every unit (the compiler first).
     pub command: &'a [String],
+    /// The compiler's environment (a module's clang: `HIP_CLANG_PATH`).
+    pub env: &'a [(String, String)],
     /// qola's cache (the toolchain archive, qola's sccache config).
     pub cache: &'a Path,
     /// A directory of the build's own (hipcc's expansion).
@@ -168,7 +170,8 @@ fn prepare(
     if !matches!(farm, Farm::Up { .. }) {
         return Ok((farm, None));
     }
-    let mut expanded = expand::expand(compile.command, compile.is_clang, compile.work)?;
+    let mut expanded =
+        expand::expand(compile.command, compile.env, compile.is_clang, compile.work)?;
     // A sandboxed toolchain (its driver is not on this machine) goes to the farm when qola is
     // told its root and a command here that runs its driver.
     let root = env.var_os("QOLA_FARM_ROOT").map(PathBuf::from);

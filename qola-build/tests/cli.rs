@@ -391,6 +391,15 @@ fn checkout_group_is_checked_against_the_manifest_and_selects_nothing() {
         String::from_utf8_lossy(&known.stderr)
     );
     assert_prepared(&s);
+    // QoLA's line, exactly, on standard output (its cli.py: "AITER ready at {path}", the
+    // resolved path); qola's own report stays on standard error.
+    assert_eq!(
+        String::from_utf8_lossy(&known.stdout),
+        format!(
+            "AITER ready at {}\n",
+            s.root.canonicalize().unwrap().display()
+        )
+    );
     // A list, as QoLA splits `--group` (and QOLA_BUILD_GROUPS).
     assert_eq!(checkout("ck_fused_attn;bwd").status.code(), Some(0));
     let unknown = checkout("ck_fused_attn;aiter_gemm");
@@ -467,6 +476,119 @@ fn qolas_cmake_module_sets_qolas_variables_and_a_failure_says_what_qola_said() {
             && message.contains("qola checkout: error: group aiter_gemm"),
         "{stderr}"
     );
+}
+
+/// QoLA.cmake's rules, kept: two subprojects with one manifest and one tree check it out once
+/// per configure (the `QOLA_CHECKOUT_DONE_<commit>_<dir>` property); `NVTE_AITER_SOURCE_DIR` (as
+/// `QOLA_AITER_SOURCE_DIR`) names a tree taken as it is, with no checkout; a manifest without
+/// exactly one `aiter_commit = "..."` line stops the configure.
+#[test]
+fn qolas_cmake_checks_out_once_honours_nvte_aiter_source_dir_and_wants_one_commit_line() {
+    let Some(cmake) = qola_tests::tool("cmake", "cmake") else {
+        return;
+    };
+    let s = setup();
+    let manifest = demo_manifest(&s, &s.demo.commit, true, "");
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/qola");
+    // A qola that logs each command it is asked to run.
+    let calls = s.tmp.path().join("calls");
+    let logging = s.tmp.path().join("logging-qola");
+    write(
+        s.tmp.path(),
+        "logging-qola",
+        format!(
+            "#!/bin/sh\necho \"$1\" >> '{}'\nexec '{}' \"$@\"\n",
+            calls.display(),
+            qola_binary()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&logging, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let project = s.tmp.path().join("consumer");
+    write(
+        &project,
+        "CMakeLists.txt",
+        format!(
+            "cmake_minimum_required(VERSION 3.20)\nproject(consumer NONE)\ninclude({}/cmake/QoLA.cmake)\nadd_subdirectory(attention)\nadd_subdirectory(gemm)\n",
+            module.display()
+        ),
+    );
+    for sub in ["attention", "gemm"] {
+        write(
+            &project.join(sub),
+            "CMakeLists.txt",
+            format!(
+                "qola_checkout_aiter(MANIFEST ${{MANIFEST}} AITER_DIR {} OUT_DIR tree)\nmessage(STATUS \"{sub}: ${{tree}}\")\n",
+                s.root.display()
+            ),
+        );
+    }
+    let configure = |manifest: &Path, nvte: Option<&Path>| {
+        let _ = std::fs::remove_file(&calls);
+        let mut command = std::process::Command::new(&cmake);
+        command
+            .arg("-S")
+            .arg(&project)
+            .arg("-B")
+            .arg(project.join("build"))
+            .arg(format!("-DMANIFEST={}", manifest.display()))
+            .env("QOLA_EXECUTABLE", &logging)
+            .env("QOLA_CACHE_DIR", s.cache())
+            .env_remove("QOLA_AITER_SOURCE_DIR")
+            .env_remove("NVTE_AITER_SOURCE_DIR");
+        if let Some(tree) = nvte {
+            command.env("NVTE_AITER_SOURCE_DIR", tree);
+        }
+        let out = command.output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let asked = std::fs::read_to_string(&calls).unwrap_or_default();
+        (out.status.success(), said, asked)
+    };
+    let (ok, said, asked) = configure(&manifest, None);
+    assert!(ok, "{said}");
+    assert_prepared(&s);
+    assert_eq!(
+        asked, "checkout\n",
+        "one checkout for two subprojects: {said}"
+    );
+    let root = s.root.display().to_string();
+    assert!(
+        said.contains(&format!("attention: {root}")) && said.contains(&format!("gemm: {root}")),
+        "{said}"
+    );
+    // NVTE_AITER_SOURCE_DIR: that tree, as it is; qola is not asked to check anything out.
+    let (ok, said, asked) = configure(&manifest, Some(&s.root));
+    assert!(ok, "{said}");
+    assert_eq!(asked, "", "{said}");
+    assert!(said.contains("NVTE_AITER_SOURCE_DIR"), "{said}");
+    // Two `aiter_commit` lines (or none): the configure stops before qola runs.
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    for (name, changed, found) in [
+        (
+            "two.toml",
+            format!("{text}\n[other]\naiter_commit = \"{}\"\n", s.demo.commit),
+            "found 2",
+        ),
+        (
+            "none.toml",
+            text.replace("aiter_commit", "# aiter_commit"),
+            "found 0",
+        ),
+    ] {
+        let path = s.tmp.path().join(name);
+        std::fs::write(&path, changed).unwrap();
+        let (ok, said, asked) = configure(&path, None);
+        let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            !ok && said.contains("expected exactly one") && said.contains(found),
+            "{said}"
+        );
+        assert_eq!(asked, "", "{said}");
+    }
 }
 
 /// A manifest written for QoLA names its series relative to the directory QoLA runs in: where

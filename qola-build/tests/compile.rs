@@ -665,6 +665,29 @@ fn a_clang_driver_given_as_the_compiler_builds_too() {
     assert!(report.toolchain.clang_version.is_some());
 }
 
+/// Flags of one source alone (AITER's `flags_extra_hip_per_source`): that unit's command has
+/// them after the build's, its id changes, the other units' do not.
+#[test]
+fn flags_of_one_source_reach_that_unit_alone() {
+    let s = setup_with(Compiler::StandIn).expect("the stand-in is always there");
+    let plan = |flags: &[&str]| {
+        let mut build = s.build();
+        let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        build.file_flags(&s.project.sources[0], &flags);
+        build.try_plan("demo").unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (without, with) = (plan(&[]), plan(&["-DQOLA_ONE=1", "-mllvm", "-x=1"]));
+    let command = with.units[0].command.join(" ");
+    assert!(
+        command.contains("-DQOLA_ONE=1 -mllvm -x=1 -cuid="),
+        "{command}"
+    );
+    assert!(!with.units[1].command.join(" ").contains("QOLA_ONE"));
+    assert_ne!(with.units[0].unit_id, without.units[0].unit_id);
+    assert_eq!(with.units[1].unit_id, without.units[1].unit_id);
+    assert_eq!(with.units[2].unit_id, without.units[2].unit_id);
+}
+
 /// A module's own clang (AITER's `hip_clang_path`): every compile runs hipcc with
 /// `HIP_CLANG_PATH` naming it (a logging wrapper around Debian's clang here), and the compiler's
 /// identity changes with that clang, so the objects of the default clang are not reused.

@@ -246,3 +246,87 @@ fn a_refusal_through_python_m_qola_cli_exits_two_as_the_binary_does() {
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
     assert!(String::from_utf8_lossy(&refused.stdout).contains("\"refused\""));
 }
+
+/// QoLA's Python API from the wheel in a fresh venv, as a Python caller (TE's setup.py, QoLA's
+/// README) uses it: `qola.build_tools.checkout_aiter` returns the tree's absolute path,
+/// `build_kernels` what `manifest.json` holds, `qola.cli.main(argv)` the exit status with QoLA's
+/// line on standard output; what stops every module raises `RuntimeError` in qola's words.
+#[test]
+fn qolas_python_api_runs_qola_and_returns_what_qolas_does() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let Some(wheel) = wheel() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let python = venv_with(wheel, &tmp.path().join("venv"));
+    let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .narrow_forward()
+        .write(tmp.path().join("te.toml"));
+    let aiter = fixtures_dir().join("aiter-narrow");
+    let out = tmp.path().join("qola-out");
+    let script = format!(
+        r#"
+import inspect, json, os
+from qola.build_tools import build_kernels, checkout_aiter
+from qola.cli import main
+
+print("SIGNATURES", json.dumps([str(inspect.signature(f)) for f in (build_kernels, checkout_aiter, main)]))
+root = checkout_aiter(manifest_path={m:?}, aiter_root={a:?}, groups=["mha"])
+print("ROOT", root)
+record = build_kernels({m:?}, output_dir={o:?}, aiter_root={a:?}, archs=["gfx942"], skip_checkout=True)
+print("SUMMARY", json.dumps(record["summary"], sort_keys=True), record["modules"][0]["md_name"])
+print("STATUS", main(["build", "--manifest", {m:?}, "--aiter-root", {a:?}, "--output-dir", {o:?}, "--arch", "gfx942", "--skip-checkout"]), flush=True)
+try:
+    build_kernels("/nonexistent/qola.toml", output_dir={o:?})
+except RuntimeError as e:
+    print("RAISED", e)
+try:
+    checkout_aiter(manifest_path={m:?}, aiter_root={a:?}, groups=["gemm"])
+except RuntimeError as e:
+    print("RAISED", e)
+"#,
+        m = manifest.display().to_string(),
+        a = aiter.display().to_string(),
+        o = out.display().to_string(),
+    );
+    let mut command = Command::new(&python);
+    qola_tests::without_caller_env(&mut command, &[], &["GPU_ARCHS"]);
+    let run = command
+        .args(["-c", &script])
+        .current_dir(tmp.path())
+        .env("HIPCC", &hipcc)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+        .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "{}", text(&run));
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(
+        lines[0],
+        r#"SIGNATURES ["(manifest_path: str, *, output_dir: str, aiter_root: Optional[str] = None, archs: Optional[List[str]] = None, verbose: bool = False, build_mode: Optional[str] = None, aiter_commit: Optional[str] = None, patches_dir: Optional[str] = None, skip_checkout: bool = False, groups: Optional[List[str]] = None) -> Dict[str, Any]", "(manifest_path: Optional[str] = None, aiter_root: Optional[str] = None, aiter_commit: Optional[str] = None, patches_dir: Optional[str] = None, force: bool = False, groups: Optional[List[str]] = None) -> str", "(argv: Optional[List[str]] = None) -> int"]"#
+    );
+    assert_eq!(
+        lines[1],
+        format!("ROOT {}", aiter.canonicalize().unwrap().display())
+    );
+    assert_eq!(
+        lines[2],
+        r#"SUMMARY {"failed": 0, "success": 1, "total": 1} te_libmha_fwd"#
+    );
+    // main() runs the command: QoLA's line reaches standard output, then the status.
+    assert_eq!(lines[3], "Build complete: 1/1 succeeded, 0 failed.");
+    assert_eq!(lines[4], "STATUS 0");
+    assert!(
+        lines[5].starts_with("RAISED qola build: cannot read manifest /nonexistent/qola.toml"),
+        "{said}"
+    );
+    assert!(
+        lines[6].starts_with("RAISED qola checkout: group gemm"),
+        "{said}"
+    );
+    assert!(out.join("lib/te_libmha_fwd.so").is_file());
+}

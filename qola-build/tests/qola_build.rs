@@ -116,6 +116,11 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     let te = manifest(tmp.path(), &real, "te", BACKWARD);
     let first = qola_build(&hipcc, &te, &out);
     assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(
+        String::from_utf8_lossy(&first.stdout),
+        "Build complete: 2/2 succeeded, 0 failed.\n",
+        "QoLA's line, on standard output"
+    );
     let library = out.join("lib/te_libmha_fwd.so");
     assert!(library.is_file(), "{}", stderr(&first));
     for header in [
@@ -302,14 +307,18 @@ fn a_module_that_cannot_build_is_recorded_and_the_others_are_built() {
     );
     let run = qola_build(&hipcc, &te, &out);
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
-    assert!(
-        stderr(&run).contains("FAILED: te_module_mha_fwd"),
-        "{}",
-        stderr(&run)
-    );
     assert!(out.join("lib/te_libmha_fwd.so").is_file());
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    // QoLA's lines, exactly, on standard output (QoLA's cli.py: "Build complete: {success}/
+    // {total} succeeded, {failed} failed." and "  FAILED: {md_name}: {error}").
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        format!(
+            "Build complete: 1/2 succeeded, 1 failed.\n  FAILED: te_module_mha_fwd: {}\n",
+            record["modules"][1]["error"].as_str().unwrap()
+        )
+    );
     assert_eq!(record["summary"]["failed"], 1);
     assert_eq!(record["modules"][1]["success"], false);
     assert!(
@@ -662,4 +671,157 @@ fn a_plan_of_two_modules_asks_the_compiler_its_version_once() {
     assert!(stderr(&plan).contains("te_libmha_bwd"), "{}", stderr(&plan));
     let asked = std::fs::read_to_string(&counted).unwrap_or_default();
     assert_eq!(asked.lines().count(), 1, "{}", stderr(&plan));
+}
+
+/// A user's registry (QoLA's format) and its module's files, under `dir`: AITER's asm bf16
+/// GEMM (`module_gemm_a16w16_asm`, not in qola's registry) with its PyTorch sources dropped, a
+/// wrapper of its own that counts the configs AITER's generator writes, its header and a
+/// version script; `extra` is appended to the entry.
+fn registry_dir(dir: &Path, extra: &str) -> PathBuf {
+    let files = [
+        (
+            "registry.toml",
+            format!(
+                "[defaults]\nversion_script = \"exports.lds\"\n\n[module_gemm_a16w16_asm]\ndrop_srcs = [\"gemm_a16w16_asm_pybind.cu\", \"asm_gemm_a16w16.cu\"]\nadd_srcs = [\"src/bf16gemm_configs.cu\"]\nadd_includes = [\"include\"]\nhsa_subdirs = [\"bf16gemm\"]\npublic_headers = [\"include/bf16gemm_configs.h\"]\n{extra}"
+            ),
+        ),
+        (
+            "exports.lds",
+            "{\n  global:\n    extern \"C++\" { qola::*; };\n  local:\n    *;\n};\n".to_string(),
+        ),
+        (
+            "include/bf16gemm_configs.h",
+            "#pragma once\n#include \"qola_common.h\"\nQOLA_NS_BEGIN\nQOLA_EXPORT int bf16gemm_config_count();\nQOLA_NS_END\n".to_string(),
+        ),
+        (
+            "src/bf16gemm_configs.cu",
+            "#include <string>\n#include \"asm_bf16gemm_configs.hpp\"\n#include \"bf16gemm_configs.h\"\nQOLA_NS_BEGIN\nint bf16gemm_config_count() { return (int)cfg_bf16gemm_outf32.size(); }\nQOLA_NS_END\n".to_string(),
+        ),
+    ];
+    for (name, text) in files {
+        common::write(dir, name, text);
+    }
+    dir.join("registry.toml")
+}
+
+/// A module qola's registry does not know, added by a registry entry alone (the manifest's
+/// `[qola] registry`): its generator runs, its wrapper and header come from the registry, its hsa
+/// code objects are embedded, and the library exports only `qola::te::`.
+#[test]
+fn a_module_added_by_a_registry_entry_alone_builds_with_its_api() {
+    let Some((real, hipcc, tmp, out)) = start("registry") else {
+        return;
+    };
+    registry_dir(&tmp.path().join("my registry"), "");
+    let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .set("registry", "my registry/registry.toml")
+        .archs(&["gfx942"])
+        .module("module_gemm_a16w16_asm", "group = \"gemm\"\n")
+        .write(tmp.path().join("gemm.toml"));
+    let tree = mtimes(&fixtures_dir().join("aiter-narrow/csrc"));
+    let run = qola_build(&hipcc, &manifest, &out);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let library = out.join("lib/te_module_gemm_a16w16_asm.so");
+    assert_eq!(
+        exported(&library),
+        ["_ZN4qola2te21bf16gemm_config_countEv"],
+        "{}",
+        stderr(&run)
+    );
+    assert!(out.join("include/bf16gemm_configs.h").is_file());
+    assert!(
+        out.join("include/qola_mha_fwd.h").is_file(),
+        "qola's headers too"
+    );
+    // Its one unit (compiled, or from the fixtures' cache by an earlier run).
+    assert!(compiled(&run).iter().all(|c| c == "bf16gemm_configs.cu"));
+    let plan = qola("plan", &hipcc, &manifest, &out)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let module = &plan["modules"][0];
+    assert_eq!(module["hsa_blobs"], 4, "hsa/gfx942/bf16gemm's code objects");
+    assert_eq!(module["group"], "gemm");
+    assert_eq!(module["compile"]["units"].as_array().unwrap().len(), 1);
+    assert_nothing_written(&tree, &fixtures_dir().join("aiter-narrow/csrc"));
+}
+
+/// A registry's mistakes: every one named with its file, line, key and value, and nothing is
+/// built; a source that does not exist stops the build before anything compiles; a generator
+/// that fails is the module's failure, naming the registry's line.
+#[test]
+fn a_registry_mistake_names_its_line_and_nothing_is_built() {
+    let Some((real, hipcc, tmp, out)) = start("registry mistakes") else {
+        return;
+    };
+    let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .archs(&["gfx942"])
+        .module("module_gemm_a16w16_asm", "")
+        .write(tmp.path().join("gemm.toml"));
+    let run = |registry: &Path| {
+        qola("build", &hipcc, &manifest, &out)
+            .arg("--registry")
+            .arg(registry)
+            .output()
+            .unwrap()
+    };
+    let wrong = registry_dir(
+        &tmp.path().join("wrong"),
+        "add_flags_extra_hip = \"-DX\"\nadd_src = []\n",
+    );
+    let out1 = run(&wrong);
+    let text = stderr(&out1);
+    assert_eq!(out1.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}:10: [module_gemm_a16w16_asm] add_flags_extra_hip",
+            wrong.display()
+        )) && text.contains(&format!(
+            "{}:11: [module_gemm_a16w16_asm] add_src: unknown key",
+            wrong.display()
+        )),
+        "{text}"
+    );
+    let missing = registry_dir(&tmp.path().join("missing"), "");
+    std::fs::remove_file(missing.with_file_name("src/bf16gemm_configs.cu")).unwrap();
+    let out2 = run(&missing);
+    let text = stderr(&out2);
+    assert_eq!(out2.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}:6: add_srcs = \"src/bf16gemm_configs.cu\"",
+            missing.display()
+        )) && text.contains("does not exist"),
+        "{text}"
+    );
+    assert!(!out.join("lib").exists(), "nothing built: {text}");
+    let failing = tmp.path().join("failing");
+    std::fs::create_dir_all(&failing).unwrap();
+    common::write(
+        &failing,
+        "fail.py",
+        "import sys\nsys.exit('no kernels for you')\n",
+    );
+    let generator = registry_dir(
+        &failing,
+        &format!(
+            "add_blob_gen_cmd = [\"{} --output_dir {{{{}}}}\"]\n",
+            failing.join("fail.py").display()
+        ),
+    );
+    let out3 = run(&generator);
+    let text = stderr(&out3);
+    assert_eq!(out3.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!("{}:10: add_blob_gen_cmd", generator.display()))
+            && text.contains("no kernels for you"),
+        "{text}"
+    );
+    assert!(
+        !out.join("lib/te_module_gemm_a16w16_asm.so").exists(),
+        "{text}"
+    );
 }

@@ -131,8 +131,8 @@ const KEYS: &[(Table, &str, &str, Expect)] = &[
     (
         Table::Module,
         "flags_extra_hip_per_source",
-        "{ \"*.device.cu\" = [\"-D__HIPCC_RTC__\"] }",
-        Expect::Refused,
+        "{ \"*_d128_bf16_batch_*\" = [\"'-DQOLA_KEY_TEST=1'\"] }",
+        Expect::Differs,
     ),
     (Table::FwdVariant, "dtype", "\"fp16\"", Expect::Differs),
     (Table::FwdVariant, "has_bias", "true", Expect::Differs),

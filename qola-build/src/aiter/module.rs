@@ -132,6 +132,8 @@ pub struct AiterModule {
     pub flags: Vec<String>,
     /// Flags dropped because the compiler does not know them.
     pub dropped_flags: Vec<String>,
+    /// Flags of single sources (the recipe's `flags_extra_hip_per_source`), one argument each.
+    pub file_flags: Vec<(PathBuf, Vec<String>)>,
     /// The compiler the flags were chosen (and probed) for.
     pub toolchain: HipToolchain,
     /// What the manifest's entry asks that selects nothing in this tree (see
@@ -167,6 +169,9 @@ impl AiterModule {
         }
         for flag in &self.flags {
             build.flag(flag);
+        }
+        for (file, flags) in &self.file_flags {
+            build.file_flags(file, flags);
         }
         build
     }
@@ -278,6 +283,7 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         );
     }
     sources.sort();
+    let file_flags = per_source_flags(spec, &recipe, &sources, &mut warnings)?;
     let includes = includes_of(spec.root, &generated, &recipe);
     let (flags, dropped_flags) = flags_for(spec, &recipe, &toolchain, &env)?;
     Ok(AiterModule {
@@ -287,12 +293,70 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         includes,
         flags,
         dropped_flags,
+        file_flags,
         toolchain,
         warnings,
         root: spec.root.to_path_buf(),
         meta: paths.meta.clone(),
         gen_dir: spec.gen_dir.to_path_buf(),
     })
+}
+
+/// Each source's own flags (`flags_extra_hip_per_source`), as AITER matches them: the pattern is
+/// the source's path, or a wildcard matching its path or its file name. Two patterns giving one
+/// source different flags are an error (AITER would take the first of a table whose order is not
+/// kept); a pattern no source matches is a warning.
+fn per_source_flags(
+    spec: &AiterModuleSpec,
+    recipe: &ModuleRecipe,
+    sources: &[PathBuf],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(PathBuf, Vec<String>)>> {
+    use crate::common::fnmatch::fnmatch;
+    let table = &recipe.flags_extra_hip_per_source;
+    let mut out: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    let mut used = vec![false; table.len()];
+    for source in sources {
+        let path = source.to_string_lossy();
+        let name = source
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut found: Option<(&str, &Vec<String>)> = None;
+        for (i, (pattern, flags)) in table.iter().enumerate() {
+            if *pattern != path && !fnmatch(pattern, &path) && !fnmatch(pattern, &name) {
+                continue;
+            }
+            used[i] = true;
+            match found {
+                Some((first, theirs)) if theirs != flags => {
+                    return Err(key_error(
+                        spec,
+                        "flags_extra_hip_per_source",
+                        &format!("{first:?} and {pattern:?}"),
+                        &format!(
+                            "both match {} with other flags; make the patterns name different sources",
+                            source.display()
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => found = Some((pattern, flags)),
+            }
+        }
+        if let Some((_, flags)) = found {
+            out.push((source.clone(), flags.clone()));
+        }
+    }
+    for ((pattern, _), used) in table.iter().zip(used) {
+        if !used {
+            warnings.push(format!(
+                "flags_extra_hip_per_source: {pattern:?} matches no source of {}; no flags given",
+                spec.module.name
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// The error for a module's `key` whose (evaluated) `value` cannot be honoured: naming the

@@ -98,6 +98,9 @@ pub struct ModuleRecipe {
     pub hip_clang_path: Option<PathBuf>,
     /// The third-party checkouts AITER's build would fetch for the module (`third_party`).
     pub third_party: Vec<String>,
+    /// HIP flags for single sources (`flags_extra_hip_per_source`): a source path or wildcard
+    /// (matched against the source's path and its file name), and the flags.
+    pub flags_extra_hip_per_source: Vec<(String, Vec<String>)>,
     /// Where each generator not of AITER's recipe was named (a registry's file, line and
     /// value), by its command: said when it fails.
     pub origins: BTreeMap<String, String>,
@@ -410,17 +413,7 @@ pub(crate) fn load(
             });
         }
     }
-    if let Some(per_source) = entry.get("flags_extra_hip_per_source")
-        && !matches!(per_source, Value::Null)
-        && per_source.as_object().is_none_or(|m| !m.is_empty())
-    {
-        return Err(AiterError::AiterConfig {
-            module: module.to_string(),
-            field: "flags_extra_hip_per_source".to_string(),
-            expression: per_source.to_string(),
-            why: "qola compiles every unit of a module with the same flags and does not apply flags to single sources: give the flags to the whole module (flags_extra_hip), or build this module with AITER's own tools".to_string(),
-        });
-    }
+    let per_source = per_source_flags(module, entry.get("flags_extra_hip_per_source"))?;
     let hip_clang_path = strings("hip_clang_path")?
         .into_iter()
         .next()
@@ -431,6 +424,7 @@ pub(crate) fn load(
         verbose: flag("verbose")?,
         hip_clang_path,
         third_party: strings("third_party")?,
+        flags_extra_hip_per_source: per_source,
         origins: BTreeMap::new(),
         srcs: strings("srcs")?.into_iter().map(PathBuf::from).collect(),
         flags_extra_cc: strings("flags_extra_cc")?,
@@ -442,6 +436,47 @@ pub(crate) fn load(
         blob_gen_cmd: strings("blob_gen_cmd")?,
         hsa_kernels: Vec::new(),
     })
+}
+
+/// `flags_extra_hip_per_source`: a table of a source path or wildcard to a list of flags. AITER
+/// passes the flags as they are (no evaluation); a flag written as a Python string literal
+/// (QoLA's series writes `"'-mllvm -enable-post-misched=1'"`) is its text; each is split at
+/// whitespace, as qola gives every flag.
+fn per_source_flags(module: &str, value: Option<&Value>) -> Result<Vec<(String, Vec<String>)>> {
+    let fail = |expression: &Value, why: &str| AiterError::AiterConfig {
+        module: module.to_string(),
+        field: "flags_extra_hip_per_source".to_string(),
+        expression: expression.to_string(),
+        why: why.to_string(),
+    };
+    let map = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(fail(
+                other,
+                "not a table of a source (or wildcard) to flags",
+            ));
+        }
+    };
+    let mut out = Vec::new();
+    for (pattern, flags) in map {
+        let items: Vec<&Value> = match flags {
+            Value::Array(items) => items.iter().collect(),
+            one @ Value::String(_) => vec![one],
+            other => return Err(fail(other, "the flags of a source are a list of strings")),
+        };
+        let mut words = Vec::new();
+        for item in items {
+            let Value::String(flag) = item else {
+                return Err(fail(item, "a flag is a string"));
+            };
+            let text = quoted(flag).map(unescape).unwrap_or_else(|| flag.clone());
+            words.extend(text.split_whitespace().map(String::from));
+        }
+        out.push((pattern.clone(), words));
+    }
+    Ok(out)
 }
 
 /// The manifest's overrides of a recipe (QoLA's `[[modules]]` fields); returns a warning for
@@ -735,6 +770,7 @@ mod tests {
             verbose: false,
             hip_clang_path: None,
             third_party: vec![],
+            flags_extra_hip_per_source: vec![],
             origins: BTreeMap::new(),
         };
         let module = crate::manifest::Module {

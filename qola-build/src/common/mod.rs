@@ -4,6 +4,7 @@
 
 pub(crate) mod depfile;
 pub(crate) mod failure;
+pub(crate) mod fnmatch;
 pub(crate) mod hooks;
 pub(crate) mod io;
 pub(crate) mod kind;

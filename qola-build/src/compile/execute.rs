@@ -220,7 +220,7 @@ pub(super) fn store(
         let key = objects.install(
             library,
             &unit.name,
-            &resolved.settings,
+            &unit.settings,
             &headers,
             &resolved.roots,
             &scratch.object,

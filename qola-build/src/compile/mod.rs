@@ -73,6 +73,7 @@ use toolchain::HipToolchain;
 #[derive(Debug, Clone)]
 pub struct HipBuild {
     files: Vec<PathBuf>,
+    file_flags: Vec<(PathBuf, Vec<String>)>,
     includes: Vec<PathBuf>,
     defines: Vec<(String, Option<String>)>,
     flags: Vec<String>,
@@ -108,6 +109,7 @@ impl HipBuild {
     pub fn new() -> HipBuild {
         HipBuild {
             files: Vec::new(),
+            file_flags: Vec::new(),
             includes: Vec::new(),
             defines: Vec::new(),
             flags: Vec::new(),
@@ -144,6 +146,14 @@ impl HipBuild {
         for path in paths {
             self.file(path);
         }
+        self
+    }
+
+    /// Flags for the source `path` alone (AITER's `flags_extra_hip_per_source`), after the
+    /// build's: they are part of that unit's id, and the unit compiles in one call.
+    pub fn file_flags(&mut self, path: impl AsRef<Path>, flags: &[String]) -> &mut HipBuild {
+        self.file_flags
+            .push((path.as_ref().to_path_buf(), flags.to_vec()));
         self
     }
 

@@ -34,10 +34,12 @@ impl HipBuild {
     /// The units' jobs: their passes worked out first when the build splits them (see
     /// `passes`: only builds with something to compile, and no launcher, do).
     fn stage(&self, units: &[Unit], r: &Resolved, objects: &ObjectCache) -> Result<Staged> {
+        // A unit with flags of its own compiles in one call (its passes and a shared header
+        // would need its flags).
         let to_compile: Vec<ToCompile> = units
             .iter()
             .enumerate()
-            .filter(|(_, u)| u.plan.compiles())
+            .filter(|(_, u)| u.plan.compiles() && u.extra.is_empty())
             .map(|(index, u)| ToCompile {
                 index,
                 source: &u.source,
@@ -92,12 +94,23 @@ impl HipBuild {
         for file in &self.files {
             let source = full_path(file)?;
             let name = resolved.roots.name(&source);
-            let id = crate::compile::cache::key::unit_id(&resolved.settings, &name);
-            let facts = objects.facts(&id, library, &name, &resolved.settings, &resolved.roots);
-            let plan = plan::decide(&facts, &resolved.settings, false);
+            let extra: Vec<String> = match self.file_flags.iter().find(|(f, _)| f == file) {
+                Some((_, flags)) => flags
+                    .iter()
+                    .map(|f| resolved.roots.rewrite_arg(f))
+                    .collect(),
+                None => Vec::new(),
+            };
+            let mut settings = resolved.settings.clone();
+            settings.args.extend(extra.iter().cloned());
+            let id = crate::compile::cache::key::unit_id(&settings, &name);
+            let facts = objects.facts(&id, library, &name, &settings, &resolved.roots);
+            let plan = plan::decide(&facts, &settings, false);
             units.push(Unit {
                 source,
                 name,
+                extra,
+                settings,
                 id,
                 facts,
                 plan,
@@ -230,6 +243,7 @@ impl HipBuild {
             };
             planned.push(PlannedUnit {
                 command: r.compile_command(
+                    &unit.extra,
                     &unit.source,
                     &object,
                     &object.with_extension("d"),

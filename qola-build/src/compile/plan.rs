@@ -17,6 +17,10 @@ pub(crate) struct Unit {
     pub source: PathBuf,
     /// The source's name (see `roots`).
     pub name: String,
+    /// Flags of this unit alone ([`super::HipBuild::file_flags`]), as names, after the build's.
+    pub extra: Vec<String>,
+    /// How it is compiled: the build's settings, and its own flags after them.
+    pub settings: Settings,
     /// The unit id (see `cache::key`).
     pub id: String,
     /// What the cache knows of it.

@@ -351,17 +351,19 @@ impl Resolved {
         )
     }
 
-    /// The full command compiling `source` to `object` with its depfile (all absolute) and the
-    /// unit's `cuid` (see `passes`), with every root by name: through the farm (sccache and the
-    /// clang driver with hipcc's expanded flags) when it is up.
+    /// The full command compiling `source` to `object` with its depfile (all absolute), the
+    /// unit's own flags `extra` and its `cuid` (see `passes`), with every root by name: through
+    /// the farm (sccache and the clang driver with hipcc's expanded flags) when it is up.
     pub(crate) fn compile_command(
         &self,
+        extra: &[String],
         source: &Path,
         object: &Path,
         depfile: &Path,
         cuid: &str,
     ) -> Vec<String> {
         let mut argv = self.launcher.wrap(self.command());
+        argv.extend(extra.iter().cloned());
         argv.push(cuid.to_string());
         let mut compiled = source.to_path_buf();
         if self.launcher.distributes()

@@ -174,7 +174,7 @@ fn stage_unit(
     let object = objects.scratch(&unit.id, "o")?;
     let depfile = objects.scratch(&unit.id, "d")?;
     let cuid = passes::cuid(&unit.id);
-    let single = resolved.compile_command(&unit.source, &object, &depfile, &cuid);
+    let single = resolved.compile_command(&unit.extra, &unit.source, &object, &depfile, &cuid);
     let cwd = resolved.roots.dir();
     let Some((split, layout)) = split else {
         let job = staged.push(

@@ -302,16 +302,6 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
     ]
     .concat();
     r.only("[[modules]]", t, &known);
-    if let Some(v) = t.get("flags_extra_hip_per_source") {
-        r.problem(
-            v.span().start,
-            "[[modules]] flags_extra_hip_per_source".to_string(),
-            format!(
-                "{}: qola compiles every unit of a module with the same flags and does not apply flags to single sources: give the flags to the whole module (flags_extra_hip), or build this module with AITER's own tools",
-                toml_text(r.text, v)
-            ),
-        );
-    }
     let key = |k: &str| format!("[[modules]] {k}");
     let mut m = Module {
         line: r.line(at),
@@ -390,6 +380,25 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
             continue;
         }
         m.recipe.insert(field.to_string(), serde_json::json!(b));
+    }
+    // AITER's table of a source (or wildcard) to its own HIP flags.
+    if let Some(v) = t.get("flags_extra_hip_per_source")
+        && let Some(table) = r.table(v, "[[modules]] flags_extra_hip_per_source".to_string())
+    {
+        let mut map = serde_json::Map::new();
+        for (pattern, flags) in table {
+            let key = format!(
+                "[[modules]] flags_extra_hip_per_source {}",
+                pattern.get_ref()
+            );
+            if let Some(flags) = r.strings(flags, key) {
+                map.insert(pattern.get_ref().to_string(), serde_json::json!(flags));
+            }
+        }
+        m.recipe.insert(
+            "flags_extra_hip_per_source".to_string(),
+            serde_json::Value::Object(map),
+        );
     }
     for field in RECIPE_STRINGS {
         if let Some(v) = t.get(*field)

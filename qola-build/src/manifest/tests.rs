@@ -153,7 +153,7 @@ fn booleans_qola_cannot_honour_are_refused_naming_the_value() {
     assert_eq!(m.modules[0].recipe["verbose"], serde_json::json!(true));
     assert_eq!(m.modules[0].lines["verbose"], 7);
     let p = problems(
-        "[[modules]]\nname = \"m\"\nis_python_module = true\ntorch_exclude = false\nis_standalone = \"True\"\nhipify = true\nflags_extra_hip_per_source = { \"*.device.cu\" = [\"-D__HIPCC_RTC__\"] }\n",
+        "[[modules]]\nname = \"m\"\nis_python_module = true\ntorch_exclude = false\nis_standalone = \"True\"\nhipify = true\nflags_extra_hip_per_source = { \"*.device.cu\" = 1 }\n",
     );
     let got: Vec<(usize, &str)> = p.iter().map(|p| (p.line, p.key.as_str())).collect();
     assert_eq!(
@@ -163,12 +163,19 @@ fn booleans_qola_cannot_honour_are_refused_naming_the_value() {
             (4, "[[modules]] torch_exclude"),
             (5, "[[modules]] is_standalone"),
             (6, "[[modules]] hipify"),
-            (7, "[[modules]] flags_extra_hip_per_source"),
+            (7, "[[modules]] flags_extra_hip_per_source *.device.cu"),
         ]
     );
     assert!(p[0].message.starts_with("true: ") && p[0].message.contains("pybind"));
     assert!(p[2].message.starts_with("\"True\": ") && p[2].message.contains("executable"));
-    assert!(p[4].message.contains("-D__HIPCC_RTC__") && p[4].message.contains("flags_extra_hip"));
+    let m = parse(
+        "[[modules]]\nname = \"m\"\nflags_extra_hip_per_source = { \"*.device.cu\" = [\"-D__HIPCC_RTC__\"] }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        m.modules[0].recipe["flags_extra_hip_per_source"],
+        serde_json::json!({ "*.device.cu": ["-D__HIPCC_RTC__"] })
+    );
 }
 
 /// Variants narrow the `libmha_*` entry of their direction; a receipt of their own is QoLA's

@@ -93,6 +93,9 @@
 //! | `OUT_DIR` | [`HipBuild`]: where the library, its log and `repro.sh` go |
 //! | `QOLA_PYTHON` | [`aiter`]: the Python that runs AITER's and CK's generators (default: `python3` on `PATH`) |
 //! | `CK_DIR` | [`aiter`]: composable_kernel's location in AITER's recipes (default: the tree's `3rdparty/composable_kernel`) |
+//! | `AITER_META_DIR` | [`aiter`]: when it names a directory with a `csrc`, AITER's sources, generators and hsa code objects are read from there (QoLA's resolver); a warning says so |
+//! | `HIP_KITTENS_DIR` | [`aiter`]: where a module's `third_party = ["HipKittens"]` is (default: the tree's `3rdparty/HipKittens`) |
+//! | `QOLA_REGISTRY` | [`OutputBuild`] (`qola build --registry`): a registry in QoLA's format over qola's (see [`aiter::registry`]) |
 //! | `QOLA_AITER_KEEP_INLINE_ALL=1` | [`aiter`]: keep AITER's `-amdgpu-function-calls=false` with upstream clang ≥ 20 (minutes per instance instead of seconds) |
 //! | any name in a recipe's `os.environ.get(NAME, default)` | [`aiter`]: that recipe value, as AITER reads it |
 //! | `QOLA_CK_FILTER`, `QOLA_CK_FILTER_<MODULE>` | [`aiter`] and `qola build`: CK's `--filter` for every module, or for one (`QOLA_CK_FILTER_LIBMHA_BWD`, in CK's `a@b@c` form): narrow builds, over the manifest's variants |

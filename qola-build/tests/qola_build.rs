@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{assert_nothing_written, mtimes, tick};
-use qola_tests::{NARROW_BWD_FILTER, NARROW_FWD_FILTER, fixtures_dir};
+use qola_tests::{NARROW_BWD_FILTER, NARROW_FWD_FILTER, NARROW_GEMM_FILTER, fixtures_dir};
 
 const QOLA: &str = env!("CARGO_BIN_EXE_qola");
 
@@ -28,6 +28,17 @@ fn manifest(dir: &Path, real: &qola_tests::RealAiter, namespace: &str, extra: &s
 /// `qola <verb> -m manifest -a <fixture checkout> -o out`, with the sid toolchain, qola's
 /// cache in the fixtures, the narrow CK filters and none of the caller's QOLA_* variables.
 fn qola(verb: &str, hipcc: &Path, manifest: &Path, out: &Path) -> Command {
+    qola_at(
+        verb,
+        hipcc,
+        manifest,
+        &fixtures_dir().join("aiter-narrow"),
+        out,
+    )
+}
+
+/// [`qola`] with the checkout at `tree`.
+fn qola_at(verb: &str, hipcc: &Path, manifest: &Path, tree: &Path, out: &Path) -> Command {
     let fixtures = fixtures_dir();
     let mut command = common::qola_command(&["GPU_ARCHS"]);
     command
@@ -35,13 +46,14 @@ fn qola(verb: &str, hipcc: &Path, manifest: &Path, out: &Path) -> Command {
         .arg("-m")
         .arg(manifest)
         .arg("-a")
-        .arg(fixtures.join("aiter-narrow"))
+        .arg(tree)
         .arg("-o")
         .arg(out)
         .env("HIPCC", hipcc)
         .env("QOLA_CACHE_DIR", fixtures.join("cache"))
         .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
-        .env("QOLA_CK_FILTER_LIBMHA_BWD", NARROW_BWD_FILTER);
+        .env("QOLA_CK_FILTER_LIBMHA_BWD", NARROW_BWD_FILTER)
+        .env("QOLA_CK_FILTER_LIBGEMM_A4W4_BLOCKSCALE", NARROW_GEMM_FILTER);
     command
 }
 
@@ -719,9 +731,10 @@ fn a_module_added_by_a_registry_entry_alone_builds_with_its_api() {
         .archs(&["gfx942"])
         .module("module_gemm_a16w16_asm", "group = \"gemm\"\n")
         .write(tmp.path().join("gemm.toml"));
-    let tree = mtimes(&fixtures_dir().join("aiter-narrow/csrc"));
     let run = qola_build(&hipcc, &manifest, &out);
     assert!(run.status.success(), "{}", stderr(&run));
+    // (The build may have prepared the shared tree; what follows writes nothing in it.)
+    let tree = mtimes(&fixtures_dir().join("aiter-narrow/csrc"));
     let library = out.join("lib/te_module_gemm_a16w16_asm.so");
     assert_eq!(
         exported(&library),
@@ -824,4 +837,303 @@ fn a_registry_mistake_names_its_line_and_nothing_is_built() {
         !out.join("lib/te_module_gemm_a16w16_asm.so").exists(),
         "{text}"
     );
+}
+
+/// TransformerEngine's GEMM manifest (`transformer_engine/common/aiter_gemm/qola_manifest.toml`:
+/// namespace te, gfx950, both a4w4 modules) at the pin qola builds.
+fn te_gemm_manifest(dir: &Path, real: &qola_tests::RealAiter, arch: &str) -> PathBuf {
+    qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .set_toml("rocm_versions", "[\"7.2\"]")
+        .archs(&[arch])
+        .module("libgemm_a4w4_blockscale", "mode = \"cpp_itfs\"\n")
+        .module("libgemm_a4w4_asm", "mode = \"cpp_itfs\"\n")
+        .write(dir.join(format!("te_gemm_{arch}.toml")))
+}
+
+/// A C++ caller written as TE's `aiter_gemm_a4w4.cpp` calls the API: its own tensor descriptors
+/// made into `aiter_tensor_t`, `QOLA_NS(...)` calls, exceptions caught. With no GPU it asks what
+/// the kernels refuse before touching one: an unknown instance name, a float32 output.
+const TE_GEMM_CALLER: &str = r#"#include <cstdio>
+#include <exception>
+#include "aiter_tensor.h"
+#include "qola_gemm_a4w4.h"
+
+struct Desc { void* ptr; int ndim; int64_t shape[2]; AiterDtype dtype; };
+
+static aiter_tensor_t tensor(const Desc& d) {
+  aiter_tensor_t t{};
+  t.ptr = d.ptr;
+  t.ndim = d.ndim;
+  t.numel_ = 1;
+  for (int i = 0; i < d.ndim; ++i) {
+    t.shape[i] = d.shape[i];
+    t.numel_ *= d.shape[i];
+  }
+  t.strides[0] = d.shape[1];
+  t.strides[1] = 1;
+  t.dtype_ = d.dtype;
+  t.device_id = 0;
+  return t;
+}
+
+int main() {
+  aiter_tensor_t x = tensor({nullptr, 2, {32, 64}, AITER_DTYPE_fp4x2});
+  aiter_tensor_t w = tensor({nullptr, 2, {64, 64}, AITER_DTYPE_fp4x2});
+  aiter_tensor_t xs = tensor({nullptr, 2, {32, 4}, AITER_DTYPE_fp8_e8m0});
+  aiter_tensor_t ws = tensor({nullptr, 2, {64, 4}, AITER_DTYPE_fp8_e8m0});
+  aiter_tensor_t y = tensor({nullptr, 2, {32, 64}, AITER_DTYPE_fp16});
+  aiter_tensor_t f32 = tensor({nullptr, 2, {32, 64}, AITER_DTYPE_fp32});
+  try {
+    QOLA_NS(gemm_a4w4_blockscale)(x, w, xs, ws, y, 0, nullptr, "no_such_instance");
+  } catch (const std::exception& e) {
+    std::printf("blockscale: %s\n", e.what());
+  }
+  try {
+    QOLA_NS(gemm_a4w4_asm)(&x, &w, &xs, &ws, &f32, "", nullptr, 1.0f, 0.0f, 1, -1, nullptr);
+  } catch (const std::exception& e) {
+    std::printf("asm: %s\n", e.what());
+  }
+  return 0;
+}
+"#;
+
+/// TE's FP4 GEMM (issue 35): both a4w4 modules build for gfx950 with QoLA's layout, export only
+/// `qola::te::`, link into a TE-shaped C++ caller that runs (no GPU: the kernels' own checks
+/// answer); a second build compiles nothing; the same tree elsewhere (`--skip-checkout`, as TE's
+/// CMake runs it) reuses every unit, and an edit of one instance's generator input recompiles
+/// that instance alone; `qola plan` shows the units and the hsa code objects.
+#[test]
+fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance_alone() {
+    let Some((real, hipcc, tmp, out)) = start("gemm a4w4") else {
+        return;
+    };
+    let te = te_gemm_manifest(tmp.path(), &real, "gfx950");
+    let first = qola_build(&hipcc, &te, &out);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(
+        String::from_utf8_lossy(&first.stdout),
+        "Build complete: 2/2 succeeded, 0 failed.\n"
+    );
+    let blockscale = out.join("lib/te_libgemm_a4w4_blockscale.so");
+    let asm = out.join("lib/te_libgemm_a4w4_asm.so");
+    assert_eq!(
+        exported(&blockscale),
+        [
+            "_ZN4qola2te20gemm_a4w4_blockscaleER14aiter_tensor_tS2_S2_S2_S2_iP12ihipStream_tNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+        ],
+    );
+    assert_eq!(
+        exported(&asm),
+        ["_ZN4qola2te13gemm_a4w4_asmEP14aiter_tensor_tS2_S2_S2_S2_PKcS2_ffiiP12ihipStream_t"],
+    );
+    for header in [
+        "qola_gemm_a4w4.h",
+        "qola_gemm_a4w4_blockscale.h",
+        "qola_gemm_a4w4_asm.h",
+    ] {
+        assert!(out.join("include").join(header).is_file(), "{header}");
+    }
+    for table in [
+        "a4w4_blockscale_tuned_gemm.csv",
+        "a4w4_blockscale_untuned_gemm.csv",
+    ] {
+        assert!(out.join("configs").join(table).is_file(), "{table}");
+    }
+
+    // TE's caller: the tree's csrc/include and the output's include, linked by -l:<file>.
+    let tree = fixtures_dir().join("aiter-narrow");
+    let (source, program) = (tmp.path().join("te_gemm.cpp"), tmp.path().join("te_gemm"));
+    std::fs::write(&source, TE_GEMM_CALLER).unwrap();
+    let lib = out.join("lib");
+    let cc = Command::new(&hipcc)
+        .arg(&source)
+        .arg("-I")
+        .arg(tree.join("csrc/include"))
+        .arg("-I")
+        .arg(out.join("include"))
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args([
+            "-l:te_libgemm_a4w4_blockscale.so",
+            "-l:te_libgemm_a4w4_asm.so",
+        ])
+        .arg("-o")
+        .arg(&program)
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "blockscale: gemm_a4w4_blockscale: kernel 'no_such_instance' is not among the instances this library was generated with\nasm: gemm_a4w4_asm only support BFloat16 output now!\n",
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    // A second build compiles nothing.
+    let second = qola_build(&hipcc, &te, &out);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(
+        compiled(&second),
+        Vec::<String>::new(),
+        "{}",
+        stderr(&second)
+    );
+
+    // The same tree elsewhere, used as it is (TE's NVTE_AITER_SOURCE_DIR): every unit reused.
+    let copy = tmp.path().join("aiter elsewhere");
+    let cp = Command::new("cp").arg("-al").arg(&tree).arg(&copy).status();
+    assert!(cp.unwrap().success());
+    let elsewhere = out.with_file_name("gemm a4w4, elsewhere");
+    let _ = std::fs::remove_dir_all(&elsewhere);
+    let skip = |out: &Path| {
+        qola_at("build", &hipcc, &te, &copy, out)
+            .arg("--skip-checkout")
+            .output()
+            .unwrap()
+    };
+    let third = skip(&elsewhere);
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert_eq!(compiled(&third), Vec::<String>::new(), "{}", stderr(&third));
+
+    // One instance's generator input (the first tile's wave map, not in its name; a new file,
+    // not the hard link's): the keys of its two units (bf16 and fp16 output) change, no other
+    // unit's, and the build compiles nothing else (those two, unless an earlier run of this
+    // test left them in the fixtures' cache).
+    let blockscale_keys = || {
+        let plan = qola_at("plan", &hipcc, &te, &copy, &elsewhere)
+            .args(["--skip-checkout", "--json"])
+            .output()
+            .unwrap();
+        assert!(plan.status.success(), "{}", stderr(&plan));
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        let units = plan["modules"][0]["compile"]["units"]
+            .as_array()
+            .unwrap()
+            .clone();
+        units
+            .iter()
+            .map(|u| {
+                let source = u["source"].as_str().unwrap();
+                let name = source.rsplit('/').next().unwrap().to_string();
+                (name, u["key"].as_str().unwrap().to_string())
+            })
+            .collect::<std::collections::BTreeMap<String, String>>()
+    };
+    let before = blockscale_keys();
+    let common_py = copy.join("csrc/ck_gemm_a4w4_blockscale/gemm_a4w4_blockscale_common.py");
+    let text = std::fs::read_to_string(&common_py).unwrap();
+    let first_tile =
+        "0:  kernelInstance(256,     64,   128,    128,  16,  16,  16,   16,   4,    2,";
+    assert!(text.contains(first_tile), "AITER's first a4w4 tile");
+    let edited = text.replacen(
+        first_tile,
+        "0:  kernelInstance(256,     64,   128,    128,  16,  16,  16,   16,   2,    4,",
+        1,
+    );
+    std::fs::remove_file(&common_py).unwrap();
+    std::fs::write(&common_py, edited).unwrap();
+    let after = blockscale_keys();
+    assert_eq!(
+        before.len(),
+        7,
+        "4 instances, the dispatch, gemm_common, the API: {before:?}"
+    );
+    let tile =
+        "a4w4_blockscale_256x64x128x128_16x16_16x16_8x32x1_8x32x1_1x32x1x8_8_2x2_intrawave_v3";
+    let edited_units = [
+        format!("{tile}_dFP32_eBF16.cpp"),
+        format!("{tile}_dFP32_eFP16.cpp"),
+    ];
+    let changed: Vec<&String> = after
+        .iter()
+        .filter(|(name, key)| before.get(*name) != Some(*key))
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(changed, edited_units.iter().collect::<Vec<_>>());
+    let fourth = skip(&elsewhere);
+    assert!(fourth.status.success(), "{}", stderr(&fourth));
+    assert!(
+        compiled(&fourth).iter().all(|c| edited_units.contains(c)),
+        "{}",
+        stderr(&fourth)
+    );
+
+    // The plan of the asm module: its units and hsa code objects (the blockscale's units above).
+    let plan = qola("plan", &hipcc, &te, &out)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let asm = &plan["modules"][1];
+    assert_eq!(asm["md_name"], "te_libgemm_a4w4_asm");
+    assert_eq!(
+        asm["compile"]["units"].as_array().unwrap().len(),
+        2,
+        "asm_gemm_a4w4.cu and the API"
+    );
+    assert_eq!(asm["hsa_blobs"], 35, "hsa/gfx950/f4gemm's code objects");
+}
+
+/// The a4w4 modules asked for where they cannot be built: for gfx942 (their kernels are
+/// gfx950's), and at an AITER without their sources; each refusal names the module, the
+/// architecture or the missing file and the fix, and no library is built.
+#[test]
+fn tes_fp4_gemm_modules_are_refused_for_another_architecture_or_an_aiter_without_them() {
+    let Some((real, hipcc, tmp, out)) = start("gemm a4w4 refused") else {
+        return;
+    };
+    let gfx942 = qola_build(&hipcc, &te_gemm_manifest(tmp.path(), &real, "gfx942"), &out);
+    assert!(!gfx942.status.success());
+    for module in ["libgemm_a4w4_blockscale", "libgemm_a4w4_asm"] {
+        assert!(
+            stderr(&gfx942).contains(&format!("module {module}: its kernels exist for gfx950 only (per qola's registry (qola-build/cpp_api/registry.toml)), not gfx942: build it for gfx950 (--arch, [build] architectures), or drop the module from the manifest")),
+            "{}",
+            stderr(&gfx942)
+        );
+    }
+    assert!(!out.join("lib").exists());
+
+    let without = tmp.path().join("aiter without a4w4");
+    let cp = Command::new("cp")
+        .arg("-al")
+        .arg(fixtures_dir().join("aiter-narrow"))
+        .arg(&without)
+        .status();
+    assert!(cp.unwrap().success());
+    std::fs::remove_dir_all(without.join("csrc/ck_gemm_a4w4_blockscale")).unwrap();
+    std::fs::remove_file(without.join("csrc/py_itfs_cu/asm_gemm_a4w4.cu")).unwrap();
+    let run = qola(
+        "build",
+        &hipcc,
+        &te_gemm_manifest(tmp.path(), &real, "gfx950"),
+        &out,
+    )
+    .arg("-a")
+    .arg(&without)
+    .arg("--skip-checkout")
+    .output()
+    .unwrap();
+    assert!(!run.status.success());
+    for (module, file) in [
+        (
+            "libgemm_a4w4_blockscale",
+            "csrc/ck_gemm_a4w4_blockscale/gemm_a4w4_blockscale.cu",
+        ),
+        ("libgemm_a4w4_asm", "csrc/py_itfs_cu/asm_gemm_a4w4.cu"),
+    ] {
+        assert!(
+            stderr(&run).contains(&format!("AITER module {module}, field srcs: `{}`: no such file in the AITER tree {}: this AITER does not have it", without.join(file).display(), without.display())),
+            "{}",
+            stderr(&run)
+        );
+    }
+    assert!(!out.join("lib").exists());
 }

@@ -39,6 +39,12 @@ impl ManifestText {
         self
     }
 
+    /// A key of `[qola]` with its value as TOML text (`rocm_versions`, `["7.2"]`).
+    pub fn set_toml(mut self, key: &str, value: &str) -> ManifestText {
+        self.qola.push((key.to_string(), value.to_string()));
+        self
+    }
+
     /// `[build] architectures`.
     pub fn archs(mut self, archs: &[&str]) -> ManifestText {
         self.archs = archs.iter().map(|a| a.to_string()).collect();

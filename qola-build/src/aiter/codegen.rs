@@ -1,8 +1,9 @@
 //! Running a module's code generators into `OUT_DIR`, never into the tree.
 //!
 //! Each generator command gets its own output directory. It runs only when its inputs changed:
-//! its arguments and the content of every file under its script's directory (the generator's
-//! source tree, CK's `codegen/` package or the hsa code objects included). It runs into a fresh
+//! its arguments, the content of each file an argument names (a tuned table) and of every file
+//! under its script's directory (the generator's source tree, CK's `codegen/` package or the hsa
+//! code objects included). It runs into a fresh
 //! temporary directory; the results are then copied into the stable directory file by file,
 //! writing only files whose content changed, so the object cache keeps every unit whose source
 //! did not change. Python runs with `PYTHONDONTWRITEBYTECODE=1` (no `__pycache__` in the tree).
@@ -60,12 +61,18 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// blake3 over the command and every file of the generator's directory.
+/// blake3 over the command, the content of each file an argument names (a tuned table) and
+/// every file of the generator's directory.
 fn inputs_hash(argv: &[String], script_dir: &Path) -> Result<String> {
     let mut hasher = blake3::Hasher::new();
     for arg in argv {
         hasher.update(arg.as_bytes());
         hasher.update(b"\0");
+        let named = Path::new(arg);
+        if named.is_absolute() && named.is_file() {
+            let bytes = std::fs::read(named).map_err(io_error("read", named))?;
+            hasher.update(blake3::hash(&bytes).as_bytes());
+        }
     }
     for rel in files_under(script_dir) {
         let path = script_dir.join(&rel);

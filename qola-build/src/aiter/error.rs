@@ -116,6 +116,20 @@ pub enum AiterError {
         why: String,
     },
 
+    /// A module asked for an architecture its kernels do not exist for (the registry's
+    /// `architectures`).
+    #[error("module {module}: its kernels exist for {} only (per {}), not {arch}: build it for {} (--arch, [build] architectures), or drop the module from the manifest", supported.join(", "), registry.display(), supported.join(", "))]
+    UnsupportedArch {
+        /// The module.
+        module: String,
+        /// The architecture asked for.
+        arch: String,
+        /// The architectures it supports.
+        supported: Vec<String>,
+        /// The registry saying so.
+        registry: std::path::PathBuf,
+    },
+
     /// The compiler is too old for composable_kernel.
     #[error("composable_kernel needs HIP >= {needed}; found {found} at {}: set HIPCC to a newer ROCm's hipcc (in this repository, `tools/sid-hipcc-setup` makes one from Debian sid's ROCm 6.4)", compiler.display())]
     ToolchainTooOld {
@@ -136,7 +150,8 @@ impl AiterError {
             AiterError::RocmVersion { .. } | AiterError::ToolchainTooOld { .. } => {
                 ErrorKind::Toolchain
             }
-            AiterError::ModuleKey(_)
+            AiterError::UnsupportedArch { .. }
+            | AiterError::ModuleKey(_)
             | AiterError::RegistryInvalid { .. }
             | AiterError::Registry { .. } => ErrorKind::Input,
             AiterError::AiterConfig { .. }

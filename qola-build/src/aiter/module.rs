@@ -233,6 +233,18 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         (None, Some(path)) => HipToolchain::identify(path)?,
         (None, None) => HipToolchain::find(&env)?,
     };
+    if let Some(entry) = spec.registry().entry(&spec.module.name)
+        && let Some(supported) = &entry.architectures
+        && let Some(arch) = spec.archs.iter().find(|a| !supported.contains(a))
+    {
+        return Err(AiterError::UnsupportedArch {
+            module: spec.module.name.clone(),
+            arch: arch.clone(),
+            supported: supported.clone(),
+            registry: entry.file.clone(),
+        }
+        .into());
+    }
     let paths = AiterPaths::new(
         spec.root,
         spec.archs.first().map_or("", String::as_str),
@@ -426,7 +438,12 @@ fn recipe_of(
             },
         };
         if let Some(filter) = filter {
-            *cmd = recipe::with_ck_filter(cmd, filter);
+            // A generator script that defines a `--filter` option takes the filter too.
+            let takes_filter = recipe::generator_argv(cmd, spec.gen_dir)
+                .first()
+                .and_then(|script| std::fs::read_to_string(script).ok())
+                .is_some_and(|text| text.contains("\"--filter\""));
+            *cmd = recipe::with_ck_filter(cmd, filter, takes_filter);
         }
     }
     // What the module's own sources ask for (see `needs`): switches, hsa config generators.
@@ -437,7 +454,14 @@ fn recipe_of(
         .cloned()
         .collect();
     let dirs = includes_of(spec.root, &[], &recipe);
-    let needs = needs::needs(&paths.meta, &spec.module.name, &recipe.srcs, &dirs, &flags)?;
+    let needs = needs::needs(
+        &paths.meta,
+        &spec.module.name,
+        &recipe.srcs,
+        &dirs,
+        &flags,
+        &recipe.blob_gen_cmd,
+    )?;
     recipe.flags_extra_hip.extend(needs.defines);
     recipe.blob_gen_cmd.extend(needs.generators);
     recipe.hsa_kernels = needs.hsa_kernels;
@@ -468,6 +492,12 @@ fn generate(
         let argv = recipe::generator_argv(cmd, spec.gen_dir);
         if let Some(script_dir) = argv.first().and_then(|s| Path::new(s).parent()) {
             directives.rerun_if_changed(script_dir);
+        }
+        // A file an argument names (a tuned table) is an input too.
+        for arg in argv.iter().skip(1).map(Path::new) {
+            if arg.is_absolute() && arg.is_file() {
+                directives.rerun_if_changed(arg);
+            }
         }
         let run = codegen::run_generator(&python, cmd, index, &gen_root, &spec.archs.join(";"));
         // A generator a registry added: its failure names the registry's line.

@@ -97,7 +97,19 @@ pub(crate) fn needs(
     sources: &[PathBuf],
     include_dirs: &[PathBuf],
     flags: &[String],
+    generators: &[String],
 ) -> Result<Needs> {
+    // A config the recipe's own generators write: `hsa/<arch>/<kernels>/codegen.py` (AITER
+    // 05a0d1f's per-kernel generators) or `hsa/codegen.py -m <kernels>`.
+    let generated_by_recipe = |kernels: &str| {
+        generators.iter().any(|g| {
+            g.contains(&format!("/{kernels}/codegen.py"))
+                || g.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .windows(2)
+                    .any(|w| w == ["-m", kernels])
+        })
+    };
     let mut needs = Needs::default();
     let codegen = root.join("hsa/codegen.py");
     let offers = |kernels: &str| -> bool {
@@ -125,6 +137,14 @@ pub(crate) fn needs(
         let mut missing: Vec<&Include> = Vec::new();
         for include in &includes {
             if found(&include.header) {
+                continue;
+            }
+            if let Some(kernels) = hsa_config(&include.header)
+                && generated_by_recipe(kernels)
+            {
+                if !needs.hsa_kernels.iter().any(|k| k == kernels) {
+                    needs.hsa_kernels.push(kernels.to_string());
+                }
                 continue;
             }
             match hsa_config(&include.header) {

@@ -64,8 +64,68 @@ impl AiterPaths {
                 None => format!("{meta}/3rdparty/composable_kernel"),
             },
             "AITER_ASM_DIR" => format!("{meta}/hsa/{}/", self.arch),
-            _ => return Ok(None),
+            other => match other.strip_suffix("_FILE") {
+                Some(table) if table.starts_with("AITER_CONFIG_") => {
+                    self.tuned_table(table, env)?
+                }
+                _ => return Ok(None),
+            },
         }))
+    }
+
+    /// A tuned table of AITER's configs (`AITER_CONFIG_GEMM_A4W4_FILE`), as `core.py` picks it:
+    /// the environment's `AITER_CONFIG_GEMM_A4W4` when set, else the default `core.py` names
+    /// (`{AITER_ROOT_DIR}/aiter/configs/<table>.csv`). Where AITER would merge several tables
+    /// (a `:`-separated list, or `model_configs/*<table>*` files beside the default) it is an
+    /// error: merging them is pandas' work in AITER's build, which qola does not do.
+    fn tuned_table(&self, variable: &str, env: &Env) -> Result<String> {
+        let fail = |why: String| AiterError::AiterConfig {
+            module: "(AITER's configs)".to_string(),
+            field: format!("{variable}_FILE"),
+            expression: variable.to_string(),
+            why,
+        };
+        if let Some(given) = env.var(variable)? {
+            if given.contains(':') {
+                return Err(fail(format!(
+                    "{variable}={given} lists several tables, which AITER merges with pandas; give one file"
+                )));
+            }
+            return Ok(given);
+        }
+        let core = self.root.join("aiter/jit/core.py");
+        let text = std::fs::read_to_string(&core).unwrap_or_default();
+        let default = text
+            .split(&format!("{variable} = os.getenv("))
+            .nth(1)
+            .and_then(|rest| rest.split("AITER_ROOT_DIR}/").nth(1))
+            .and_then(|rest| rest.split('"').next())
+            .ok_or_else(|| {
+                fail(format!(
+                    "{} names no default table for {variable}; set {variable} to the table",
+                    core.display()
+                ))
+            })?;
+        let path = self.root.join(default);
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let more: Vec<String> = std::fs::read_dir(self.root.join("aiter/configs/model_configs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(&stem) && !n.contains("untuned"))
+            .collect();
+        if !more.is_empty() {
+            return Err(fail(format!(
+                "AITER merges {} with model_configs/{} (pandas, in its build), which qola does not do: set {variable} to one table",
+                path.display(),
+                more.join(", ")
+            )));
+        }
+        Ok(path.to_string_lossy().into_owned())
     }
 }
 
@@ -180,6 +240,12 @@ impl Evaluator<'_> {
                 self.paths.arch
             ))),
             "get_gfx()" => Ok(Eval::Str(self.paths.arch.clone())),
+            // Newer AITERs read their tuned tables through the AITER_CONFIGS object.
+            name if name.starts_with("AITER_CONFIGS.") => self
+                .paths
+                .variable(&name["AITER_CONFIGS.".len()..], self.env)?
+                .map(Eval::Str)
+                .ok_or_else(|| self.fail(whole, &format!("unknown variable `{name}`"))),
             name if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => self
                 .paths
                 .variable(name, self.env)?
@@ -211,6 +277,15 @@ impl Evaluator<'_> {
                         .ok_or_else(|| self.fail(whole, "unbalanced `{` in the f-string"))?;
                     let inner: String = chars[i + 1..end].iter().collect();
                     match self.eval(&inner)? {
+                        // A path with a space stays one word of a generator's command.
+                        Eval::Str(s)
+                            if self.field == "blob_gen_cmd"
+                                && s.chars().any(char::is_whitespace)
+                                && !in_quotes(&out) =>
+                        {
+                            let q = if s.contains('"') { '\'' } else { '"' };
+                            out.push_str(&format!("{q}{s}{q}"));
+                        }
                         Eval::Str(s) => out.push_str(&s),
                         Eval::Bool(b) => out.push_str(if b { "True" } else { "False" }),
                         Eval::None => out.push_str("None"),
@@ -229,6 +304,19 @@ impl Evaluator<'_> {
         }
         Ok(out)
     }
+}
+
+/// Whether `text` ends inside a quoted word (as [`shell_words`] reads it).
+fn in_quotes(text: &str) -> bool {
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (None, '"' | '\'') => quote = Some(c),
+            _ => {}
+        }
+    }
+    quote.is_some()
 }
 
 /// The text between matching quotes (`'x'` or `"x"`), if `s` is one quoted string.
@@ -592,15 +680,17 @@ pub(crate) fn ck_direction(cmd: &str) -> Option<&str> {
 
 /// `cmd` with CK instance filter `filter`, for narrow builds: it replaces the argument of the
 /// command's own `--filter` (AITER's backward pre/post kernel generator has one), and is
-/// appended to CK's fmha `generate.py`, which has none; any other generator is left as it is.
-pub(crate) fn with_ck_filter(cmd: &str, filter: &str) -> String {
+/// appended to CK's fmha `generate.py` and to a generator whose script takes a `--filter`
+/// (`takes_filter`: the a4w4 blockscale's `gen_instances.py` with qola's series); any other
+/// generator is left as it is.
+pub(crate) fn with_ck_filter(cmd: &str, filter: &str, takes_filter: bool) -> String {
     let mut words = shell_words(cmd);
     if let Some(i) = words.iter().position(|w| w == "--filter") {
         match words.get_mut(i + 1) {
             Some(word) => *word = filter.to_string(),
             None => words.push(filter.to_string()),
         }
-    } else if cmd.contains("01_fmha/generate.py") {
+    } else if cmd.contains("01_fmha/generate.py") || takes_filter {
         words.extend(["--filter".to_string(), filter.to_string()]);
     } else {
         return cmd.to_string();
@@ -677,38 +767,75 @@ mod tests {
     #[test]
     fn a_ck_filter_replaces_a_generators_own_and_is_appended_to_cks_generate_py() {
         assert_eq!(
-            with_ck_filter("/a/01_fmha/generate.py -d bwd --output_dir {}", "x*@y@z"),
+            with_ck_filter(
+                "/a/01_fmha/generate.py -d bwd --output_dir {}",
+                "x*@y@z",
+                false
+            ),
             "/a/01_fmha/generate.py -d bwd --output_dir {} --filter x*@y@z"
         );
         assert_eq!(
             with_ck_filter(
                 r#"/a/pre_post_generate.py --filter "*@*_nd@*" --output_dir {}"#,
-                "x@y@z"
+                "x@y@z",
+                false
             ),
             "/a/pre_post_generate.py --filter x@y@z --output_dir {}"
         );
         assert_eq!(
-            with_ck_filter("/a/codegen.py --output_dir {}", "x"),
+            with_ck_filter("/a/codegen.py --output_dir {}", "x", false),
             "/a/codegen.py --output_dir {}"
+        );
+        assert_eq!(
+            with_ck_filter("/a/gen_instances.py --working_path {}", "a|b", true),
+            "/a/gen_instances.py --working_path {} --filter a|b"
         );
     }
     use crate::build_script::Directives;
 
     fn eval(expr: &str) -> Result<Eval> {
+        eval_at("/a", "f", expr)
+    }
+
+    /// `expr` of `field` for a tree at `root`.
+    fn eval_at(root: &str, field: &str, expr: &str) -> Result<Eval> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
         let paths = AiterPaths {
-            root: PathBuf::from("/a"),
-            meta: PathBuf::from("/a"),
+            root: PathBuf::from(root),
+            meta: PathBuf::from(root),
             arch: "gfx942".to_string(),
         };
         Evaluator {
             module: "m",
-            field: "f",
+            field,
             paths: &paths,
             env: &env,
         }
         .eval(expr)
+    }
+
+    #[test]
+    fn a_tree_path_with_spaces_stays_one_word_of_a_generator_command() {
+        let cmd = "f'{AITER_CSRC_DIR}/gen.py --working_path {{}} --x \"{AITER_META_DIR}/y\"'";
+        let Eval::Str(cmd) = eval_at("/my tree", "blob_gen_cmd", cmd).unwrap() else {
+            panic!("a string");
+        };
+        assert_eq!(
+            generator_argv(&cmd, Path::new("/out")),
+            [
+                "/my tree/csrc/gen.py",
+                "--working_path",
+                "/out",
+                "--x",
+                "/my tree/y"
+            ]
+        );
+        assert_eq!(
+            eval_at("/my tree", "srcs", "f'{AITER_CSRC_DIR}/a.cu'").unwrap(),
+            Eval::Str("/my tree/csrc/a.cu".into()),
+            "a path elsewhere is the path"
+        );
     }
 
     #[test]

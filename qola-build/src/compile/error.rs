@@ -77,7 +77,7 @@ pub enum CompileError {
     NoOutDir,
 
     /// A translation unit failed to compile.
-    #[error("compiling {} failed ({}):\n  {command}\n{stderr}\nrerun it with: sh {}", source_file.display(), status.map_or("killed by a signal".to_string(), |c| format!("exit status {c}")), repro.display())]
+    #[error("compiling {} failed ({}):\n  {command}\n{stderr}\nrerun it with: sh {}", source_file.display(), status.map_or("no exit status: killed by a signal, or it did not start".to_string(), |c| format!("exit status {c}")), repro.display())]
     Compile {
         /// The source file.
         source_file: PathBuf,

@@ -17,6 +17,7 @@
 //! | `add_blob_gen_cmd` | generator commands | appended to the recipe's generators |
 //! | `hsa_subdirs` | names | the code objects embedded, unless the manifest names them or the sources include their configs |
 //! | `public_headers` (qola's) | paths | installed into `<output-dir>/include` |
+//! | `architectures` (qola's) | names | the GPU architectures the module's kernels exist for; a build for another is refused, naming the module and the architecture |
 //! | `[defaults] version_script` | path | the shared library's linker version script |
 //! | `[defaults] public_headers` (qola's) | paths | installed for every module |
 //!
@@ -76,6 +77,8 @@ pub struct Entry {
     pub hsa_subdirs: Option<Vec<String>>,
     /// Headers installed into `<output-dir>/include`.
     pub public_headers: Vec<String>,
+    /// The GPU architectures the module's kernels exist for (qola's key; `None`: any).
+    pub architectures: Option<Vec<String>>,
     /// The linker version script (`[defaults] version_script` of its registry).
     pub version_script: Option<String>,
     /// Where its paths are.
@@ -164,7 +167,14 @@ impl Entry {
     pub(crate) fn format(&self, cx: &Context, key: &str, text: &str) -> Result<String, AiterError> {
         format_fields(text, |name| match name {
             "api_generation" => Ok(cx.api_generation.map(String::from)),
-            other => cx.paths.variable(other, cx.env).map_err(|e| e.to_string()),
+            // Newer AITERs' AITER_CONFIGS.<name>: the same variables.
+            other => cx
+                .paths
+                .variable(
+                    other.strip_prefix("AITER_CONFIGS.").unwrap_or(other),
+                    cx.env,
+                )
+                .map_err(|e| e.to_string()),
         })
         .map_err(|why| self.error(key, text, why))
     }

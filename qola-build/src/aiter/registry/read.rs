@@ -19,6 +19,7 @@ const ENTRY_KEYS: &[&str] = &[
     "add_blob_gen_cmd",
     "hsa_subdirs",
     "public_headers",
+    "architectures",
 ];
 
 /// The keys of `[defaults]`.
@@ -139,6 +140,7 @@ fn entry(r: &mut Reader, name: &str, t: &DeTable, file: &Path, base: &Base) -> E
         add_blob_gen_cmd: list("add_blob_gen_cmd"),
         public_headers: list("public_headers"),
         hsa_subdirs: t.get("hsa_subdirs").map(|_| list("hsa_subdirs")),
+        architectures: t.get("architectures").map(|_| list("architectures")),
         version_script: None,
         base: base.clone(),
         file: PathBuf::from(file),

@@ -59,6 +59,26 @@ const FILES: &[(&str, &str)] = &[
         "struct/qola_mha_bwd.cpp",
         include_str!("../../../cpp_api/struct/qola_mha_bwd.cpp"),
     ),
+    (
+        "gemm/qola_gemm_a4w4.h",
+        include_str!("../../../cpp_api/gemm/qola_gemm_a4w4.h"),
+    ),
+    (
+        "gemm/qola_gemm_a4w4_blockscale.h",
+        include_str!("../../../cpp_api/gemm/qola_gemm_a4w4_blockscale.h"),
+    ),
+    (
+        "gemm/qola_gemm_a4w4_blockscale.cpp",
+        include_str!("../../../cpp_api/gemm/qola_gemm_a4w4_blockscale.cpp"),
+    ),
+    (
+        "gemm/qola_gemm_a4w4_asm.h",
+        include_str!("../../../cpp_api/gemm/qola_gemm_a4w4_asm.h"),
+    ),
+    (
+        "gemm/qola_gemm_a4w4_asm.cpp",
+        include_str!("../../../cpp_api/gemm/qola_gemm_a4w4_asm.cpp"),
+    ),
 ];
 
 /// qola's registry, read once.

@@ -77,7 +77,10 @@ pub(crate) fn prepare(ctx: &Context, units: &[ToCompile]) -> std::io::Result<Pre
     }
     let mut prepared = Prepared::default();
     let mut pch_of = BTreeMap::new();
-    for ((text, dir), members) in groups.into_iter().filter(|(_, m)| m.len() > 1) {
+    for ((text, dir), members) in groups
+        .into_iter()
+        .filter(|((text, dir), m)| m.len() > 1 && includes_guarded(ctx, text, dir))
+    {
         let hash = blake3::hash(text.as_bytes()).to_hex()[..16].to_string();
         let header = ctx.scratch.join(format!("pch-{hash}.hpp"));
         std::fs::write(&header, &text)?;
@@ -225,6 +228,66 @@ fn dead_architectures(
     }
     Ok(dead)
 }
+/// Whether every header `prefix` includes itself (found beside the units in `dir`, else in an
+/// `-I` directory of the command) keeps itself from being read twice: a host pass reads its
+/// unit's includes again after the precompiled header, and a header without `#pragma once` or
+/// an `#ifndef` guard would define its names twice (AITER's generated `impl/*.cuh` have none).
+/// A header found nowhere (the compiler's own, the system's) is taken as guarded.
+fn includes_guarded(ctx: &Context, prefix: &str, dir: &Path) -> bool {
+    let mut dirs = vec![dir.to_path_buf()];
+    let mut args = ctx.command.iter();
+    while let Some(arg) = args.next() {
+        let named = match arg.as_str() {
+            "-I" => args.next().cloned(),
+            other => other.strip_prefix("-I").map(String::from),
+        };
+        dirs.extend(named.map(|name| ctx.links.join(name)));
+    }
+    prefix.lines().filter_map(included_name).all(|name| {
+        dirs.iter()
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+            .is_none_or(|p| std::fs::read_to_string(p).is_ok_and(|t| guarded(&t)))
+    })
+}
+
+/// The name an `#include` line names (`"a.h"` or `<a.h>`).
+fn included_name(line: &str) -> Option<&str> {
+    let rest = line
+        .trim()
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("include")?;
+    let rest = rest.trim();
+    let close = match rest.chars().next()? {
+        '"' => '"',
+        '<' => '>',
+        _ => return None,
+    };
+    rest[1..].split(close).next()
+}
+
+/// Whether a header's text keeps it from being read twice: `#pragma once`, or its first
+/// directive `#ifndef X` followed by `#define X`.
+fn guarded(text: &str) -> bool {
+    let mut directives = text
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(|d| d.split_whitespace().collect::<Vec<_>>());
+    if text.lines().any(|l| {
+        l.trim()
+            .strip_prefix('#')
+            .is_some_and(|d| d.split_whitespace().eq(["pragma", "once"]))
+    }) {
+        return true;
+    }
+    match (directives.next().as_deref(), directives.next().as_deref()) {
+        (Some(["ifndef", a]), Some(["define", b, ..])) => a == b,
+        _ => false,
+    }
+}
+
 /// A question's job (run in the links' directory).
 fn question(ctx: &Context, argv: Vec<String>, output: PathBuf) -> Question {
     Question {
@@ -254,4 +317,29 @@ fn depfile_contents(ctx: &Context, deps: &Path) -> Vec<(String, Option<blake3::H
             (name, content)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_is_guarded_by_pragma_once_or_an_ifndef_define_pair() {
+        assert!(guarded("// c\n#pragma once\nint x;\n"));
+        assert!(guarded(
+            "/* c */\n#ifndef A_H\n#define A_H\nint x;\n#endif\n"
+        ));
+        assert!(!guarded("#include \"b.h\"\nint x;\n"));
+        assert!(!guarded("#ifndef A_H\n#define B_H\n#endif\n"));
+    }
+
+    #[test]
+    fn an_include_line_names_its_header() {
+        assert_eq!(included_name("#include \"impl/a.cuh\""), Some("impl/a.cuh"));
+        assert_eq!(
+            included_name("  #  include <hip/hip_runtime.h>"),
+            Some("hip/hip_runtime.h")
+        );
+        assert_eq!(included_name("#pragma once"), None);
+    }
 }

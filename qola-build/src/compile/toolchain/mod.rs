@@ -45,8 +45,9 @@ impl HipToolchain {
         let mut looked = Vec::new();
         if let Some(hipcc) = env.var_os("HIPCC") {
             let given = PathBuf::from(&hipcc);
+            // A relative path is the caller's (commands run elsewhere, in the links' directory).
             let path = if given.components().count() > 1 {
-                given.clone()
+                std::path::absolute(&given).unwrap_or(given.clone())
             } else {
                 which::which_in(&given, env.path(), ".").unwrap_or(given.clone())
             };

@@ -32,6 +32,10 @@ const PATCHES: &[(&str, &[u8])] = &[
         "0006-ck-fmha-filter-alternatives.patch",
         include_bytes!("../../../patches/aiter/0006-ck-fmha-filter-alternatives.patch"),
     ),
+    (
+        "0007-aiter-a4w4-gemm-torch-free.patch",
+        include_bytes!("../../../patches/aiter/0007-aiter-a4w4-gemm-torch-free.patch"),
+    ),
 ];
 
 /// The AITER commits the series is written for (`aiter-commits.txt` beside the patches).

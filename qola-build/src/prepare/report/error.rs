@@ -51,7 +51,7 @@ pub enum PrepareError {
     },
 
     /// A `git` command (network access only) failed.
-    #[error("`{command}` failed ({}) while trying to {what}:\n{stderr}\n{hint}", status.map_or("killed by a signal".to_string(), |c| format!("exit status {c}")))]
+    #[error("`{command}` failed ({}) while trying to {what}:\n{stderr}\n{hint}", status.map_or("no exit status: killed by a signal, or it did not start".to_string(), |c| format!("exit status {c}")))]
     GitCommand {
         /// The command line, as it can be pasted into a shell.
         command: String,

@@ -9,11 +9,14 @@
 //!   `QOLA_MANIFEST` names another), each selected module of
 //!   the manifest is generated and compiled with AITER's flags, its hsa code objects embedded,
 //!   with qola's C API wrapper (`aiter/`). `QOLA_AITER_MODULES` selects modules (default: all of
-//!   the manifest's that have a wrapper: `libmha_fwd`, `libmha_bwd`); `QOLA_CK_FILTER` narrows
+//!   the manifest's that have a wrapper: `libmha_fwd`, `libmha_bwd`, and the a4w4 GEMMs
+//!   `libgemm_a4w4_blockscale` and `libgemm_a4w4_asm` behind `qola_gemm.h`, each of which sets
+//!   the cfg `qola_<module less lib>` for the Rust declarations); `QOLA_CK_FILTER` narrows
 //!   CK's instances (CK's `--filter`), for narrow builds, and `QOLA_CK_FILTER_<MODULE>` (e.g.
 //!   `QOLA_CK_FILTER_LIBMHA_BWD`, whose filter has CK's three-part `a@b@c` form) one module's.
-//!   One static library per module, each exporting only its `qola_mha_*` functions, and
-//!   `libqola_mha_status.a` with `qola_mha_status_string`.
+//!   One static library per module, each exporting only its `qola_mha_*` or `qola_gemm_*`
+//!   functions, and `libqola_mha_status.a` with `qola_mha_status_string` and
+//!   `qola_gemm_status_string`.
 //! * `DOCS_RS` set: nothing is compiled, the docs still build.
 
 use std::path::{Path, PathBuf};
@@ -31,6 +34,9 @@ fn env(name: &str) -> Result<Option<String>, BoxError> {
 }
 
 fn build() -> Result<(), BoxError> {
+    for module in GEMM_MODULES {
+        println!("cargo:rustc-check-cfg=cfg(qola_{})", &module["lib".len()..]);
+    }
     if env("DOCS_RS")?.is_some() {
         return Ok(());
     }
@@ -55,6 +61,9 @@ fn build() -> Result<(), BoxError> {
         other => Err(format!("QOLA_KERNELS={other}: expected builtin or aiter").into()),
     }
 }
+
+/// The GEMM modules qola-sys wraps (AITER only): each sets the cfg `qola_<name less lib>`.
+const GEMM_MODULES: [&str; 2] = ["libgemm_a4w4_blockscale", "libgemm_a4w4_asm"];
 
 /// The C API's functions, all exported by the built-in kernels' library.
 const API: [&str; 6] = [
@@ -106,6 +115,17 @@ fn wrapper(module: &str) -> Option<(&'static str, &'static [&'static str])> {
                 "qola_mha_bwd_workspace_size",
             ],
         )),
+        "libgemm_a4w4_blockscale" => Some((
+            "qola_aiter_gemm_a4w4_blockscale.cpp",
+            &[
+                "qola_gemm_a4w4_blockscale",
+                "qola_gemm_a4w4_blockscale_check",
+            ],
+        )),
+        "libgemm_a4w4_asm" => Some((
+            "qola_aiter_gemm_a4w4_asm.cpp",
+            &["qola_gemm_a4w4_asm", "qola_gemm_a4w4_asm_check"],
+        )),
         _ => None,
     }
 }
@@ -146,7 +166,7 @@ fn selected_modules<'m>(
             }
             (None, Some(true)) => {
                 return Err(format!(
-                    "QOLA_KERNELS=aiter: module {} has no qola C API wrapper in this version (libmha_fwd and libmha_bwd have); drop it from QOLA_AITER_MODULES",
+                    "QOLA_KERNELS=aiter: module {} has no qola C API wrapper in this version (libmha_fwd, libmha_bwd, libgemm_a4w4_blockscale and libgemm_a4w4_asm have); drop it from QOLA_AITER_MODULES",
                     module.name
                 )
                 .into());
@@ -156,7 +176,7 @@ fn selected_modules<'m>(
     }
     if selected.is_empty() {
         return Err(
-            "QOLA_KERNELS=aiter: the manifest names no module qola can wrap (libmha_fwd, libmha_bwd)"
+            "QOLA_KERNELS=aiter: the manifest names no module qola can wrap (libmha_fwd, libmha_bwd, libgemm_a4w4_blockscale, libgemm_a4w4_asm)"
                 .into(),
         );
     }
@@ -221,20 +241,27 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
         for warning in &library.module.warnings {
             println!("cargo:warning={}: {warning}", module.name);
         }
+        // The Rust declarations of a GEMM module's functions (see `gemm`) exist where it is built.
+        if GEMM_MODULES.contains(&module.name.as_str()) {
+            println!("cargo:rustc-cfg=qola_{}", &module.name["lib".len()..]);
+        }
         let name = &library.module.recipe.name;
         let report = library
             .build
             .try_compile(name.strip_prefix("lib").unwrap_or(name))?;
         libraries.push(report.library.display().to_string());
     }
-    // qola_mha_status_string, which every module's statuses need: a library of its own.
+    // The status strings every module's statuses need (qola_mha_status_string,
+    // qola_gemm_status_string): a library of its own.
     let mut status = qola_build::HipBuild::new();
     status
         .file(kernels.join("status.hip"))
+        .file(wrappers.join("qola_gemm_status.hip"))
         .include(kernels.join("include"))
         .flag("-std=c++17")
         .flag("-fvisibility=hidden")
-        .export("qola_mha_status_string");
+        .export("qola_mha_status_string")
+        .export("qola_gemm_status_string");
     for arch in &archs {
         status.arch(arch);
     }

@@ -9,6 +9,8 @@
 //!   C API, the forward linking into a program that runs; the next build compiles nothing; this
 //!   one and a build of the built-in kernels use the packaged crates (`cargo package`), so
 //!   nothing from the repository but what the `.crate` files hold;
+//! * qola-sys builds TE's a4w4 GEMMs for gfx950 exporting only `qola_gemm.h`'s functions, and a
+//!   Rust program calling their checks links and runs;
 //! * qola-sys with `DOCS_RS` set compiles nothing (not even finding a compiler).
 //!
 //! The crates build in `target/qola-fixtures/downstream-target`, kept between test runs.
@@ -21,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use qola_tests::{
-    DEMO_KERNEL, NARROW_BWD_FILTER, NARROW_FWD_FILTER, fixtures_dir, hipcc_available,
+    DEMO_KERNEL, NARROW_BWD_FILTER, NARROW_FWD_FILTER, NARROW_GEMM_FILTER, fixtures_dir,
+    hipcc_available,
 };
 
 fn workspace() -> PathBuf {
@@ -46,10 +49,16 @@ fn downstream(dir: &Path, build_deps: &str, deps: &str, build_rs: &str) {
 
 /// `cargo build -v` in `dir` with `env`; Cargo's fingerprint log goes to stderr too.
 fn cargo(dir: &Path, verb: &str, env: &[(&str, &Path)]) -> Output {
+    cargo_args(dir, &[verb], env)
+}
+
+/// [`cargo`] with `args` (the verb first).
+fn cargo_args(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO"));
     command
         .current_dir(dir)
-        .args([verb, "-v", "--offline"])
+        .args(args)
+        .args(["-v", "--offline"])
         .env("CARGO_TARGET_DIR", fixtures_dir().join("downstream-target"))
         .env("CARGO_LOG", "cargo::core::compiler::fingerprint=info")
         .env("CARGO_TERM_COLOR", "never");
@@ -452,6 +461,167 @@ fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api(
 
     // Fresh (Cargo then replays the first build's warnings), or a rerun that compiles nothing.
     let second = cargo(tmp.path(), "build", &env);
+    let log = text(&second);
+    assert!(second.status.success(), "{log}");
+    assert!(
+        package_script_runs(&log, "qola-sys") == 0 || !log.contains("qola compiled"),
+        "a second build compiles nothing: {log}"
+    );
+}
+
+/// A Rust program calling qola-sys's GEMM checks (no GPU needed): valid arguments for both
+/// kernels, and each kind of argument one of them refuses, with the status and its text.
+const GEMM_CHECKS: &str = r#"use qola_sys::gemm::*;
+
+fn matrix(data: usize, rows: i64, cols: i64, dtype: i32) -> qola_gemm_matrix {
+    qola_gemm_matrix { data: data as *mut _, rows, cols, row_stride: cols, dtype }
+}
+
+fn show(what: &str, status: i32) {
+    println!("{what}: {status} {}", gemm_status_string(status));
+}
+
+fn main() {
+    let (m, n, k) = (256, 256, 1024);
+    let mut valid = qola_gemm_a4w4_args::new();
+    valid.a = matrix(0x1000, m, k / 2, QOLA_GEMM_DTYPE_FP4X2);
+    valid.b = matrix(0x2000, n, k / 2, QOLA_GEMM_DTYPE_FP4X2);
+    valid.a_scale = matrix(0x3000, m, k / 32, QOLA_GEMM_DTYPE_E8M0);
+    valid.b_scale = matrix(0x4000, n, k / 32, QOLA_GEMM_DTYPE_E8M0);
+    valid.out = matrix(0x5000, m, n, QOLA_GEMM_DTYPE_BF16);
+    valid.alpha = 1.0;
+    valid.b_preshuffled = 1;
+    valid.device = -1;
+    let both = |what: &str, args: &qola_gemm_a4w4_args| {
+        // SAFETY: the checks read the struct (and kernel_name) only, never the matrices.
+        let (blockscale, asm) = unsafe {
+            (qola_gemm_a4w4_blockscale_check(args), qola_gemm_a4w4_asm_check(args))
+        };
+        show(&format!("{what}, blockscale"), blockscale);
+        show(&format!("{what}, asm"), asm);
+    };
+    both("valid", &valid);
+    let mut fp16 = valid;
+    fp16.out.dtype = QOLA_GEMM_DTYPE_FP16;
+    both("fp16 out", &fp16);
+    let mut odd_k = valid;
+    odd_k.a.cols = 8;
+    odd_k.b.cols = 8;
+    both("K 16", &odd_k);
+    let mut small_scale = valid;
+    small_scale.a_scale.rows = m - 1;
+    both("a_scale short", &small_scale);
+    let mut n_100 = valid;
+    n_100.b.rows = 100;
+    n_100.out.cols = 100;
+    n_100.out.row_stride = 100;
+    both("N 100", &n_100);
+    let mut bias = valid;
+    bias.bias = matrix(0x6000, m, n, QOLA_GEMM_DTYPE_FP32);
+    both("bias", &bias);
+    let mut heuristic = valid;
+    heuristic.log2_k_split = -1;
+    both("log2_k_split -1", &heuristic);
+    let mut unknown = valid;
+    unknown.kernel_name = c"no_such_kernel".as_ptr();
+    both("unknown kernel", &unknown);
+    let mut named = valid;
+    named.kernel_name = c"a4w4_blockscale_256x64x128x128_16x16_16x16_8x32x1_8x32x1_1x32x1x8_8_2x2_intrawave_v3".as_ptr();
+    both("a generated instance", &named);
+    // SAFETY: a null args pointer is refused before it is read.
+    show("no args", unsafe { qola_gemm_a4w4_asm_check(std::ptr::null()) });
+    show("refused by AITER", QOLA_GEMM_STATUS_KERNEL_ERROR);
+}
+"#;
+
+/// TE's FP4 GEMM from Rust (issue 35): qola-sys with `QOLA_KERNELS=aiter` and TE's GEMM manifest
+/// (gfx950, a narrow blockscale filter) builds both a4w4 modules exporting only their C API, a
+/// Rust program calling their checks links (with the toolchain's HIP runtime) and runs, and the
+/// next build compiles nothing.
+#[test]
+fn qola_sys_serves_tes_fp4_gemms_whose_rust_checks_link_and_answer() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    packaged_qola_sys_dependent(tmp.path());
+    qola_tests::write(tmp.path(), "src/main.rs", GEMM_CHECKS);
+    let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .archs(&["gfx950"])
+        .module("libgemm_a4w4_blockscale", "mode = \"cpp_itfs\"\n")
+        .module("libgemm_a4w4_asm", "mode = \"cpp_itfs\"\n")
+        .write(tmp.path().join("te_gemm.toml"));
+    let fixtures = fixtures_dir();
+    let (root, cache) = (fixtures.join("aiter-narrow"), fixtures.join("cache"));
+    // The program links with the toolchain's own driver (its HIP 6 runtime and C++ library;
+    // Debian bookworm's HIP 5.2 lacks hipGetDevicePropertiesR0600) and runs in its root.
+    // RUSTFLAGS with --target reach the program only, not the build scripts.
+    let rustflags = PathBuf::from(format!("-C linker={}", hipcc.display()));
+    let env: Vec<(&str, &Path)> = vec![
+        ("QOLA_KERNELS", Path::new("aiter")),
+        ("QOLA_MANIFEST", &manifest),
+        (
+            "QOLA_CK_FILTER_LIBGEMM_A4W4_BLOCKSCALE",
+            Path::new(NARROW_GEMM_FILTER),
+        ),
+        ("HIPCC", &hipcc),
+        ("GPU_ARCHS", Path::new("gfx950")),
+        ("QOLA_AITER_ROOT", &root),
+        ("QOLA_CACHE_DIR", &cache),
+        ("RUSTFLAGS", &rustflags),
+    ];
+    let build = ["build", "--target", "x86_64-unknown-linux-gnu"];
+    let first = cargo_args(tmp.path(), &build, &env);
+    let log = text(&first);
+    assert!(first.status.success(), "{log}");
+    let target = fixtures.join("downstream-target/x86_64-unknown-linux-gnu/debug");
+    let built = target.join("build");
+    assert_eq!(
+        exported(&newest_library(&built, "libgemm_a4w4_blockscale.a")),
+        [
+            "qola_gemm_a4w4_blockscale",
+            "qola_gemm_a4w4_blockscale_check"
+        ]
+    );
+    assert_eq!(
+        exported(&newest_library(&built, "libgemm_a4w4_asm.a")),
+        ["qola_gemm_a4w4_asm", "qola_gemm_a4w4_asm_check"]
+    );
+    assert_eq!(
+        exported(&newest_library(&built, "libqola_mha_status.a")),
+        ["qola_gemm_status_string", "qola_mha_status_string"]
+    );
+
+    let run = qola_tests::in_sid_root(&hipcc, &target.join("downstream"), &[&fixtures]);
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "valid, blockscale: 0 success\n\
+         valid, asm: 0 success\n\
+         fp16 out, blockscale: 0 success\n\
+         fp16 out, asm: 2007 out: not supported by this build's kernels\n\
+         K 16, blockscale: 1004 a.cols: invalid: K = 2 * a.cols must be a multiple of 32 (one scale per 32 values)\n\
+         K 16, asm: 1004 a.cols: invalid: K = 2 * a.cols must be a multiple of 32 (one scale per 32 values)\n\
+         a_scale short, blockscale: 1005 a_scale: invalid: E8M0, data set, rows >= M, cols >= K/32, row_stride >= cols\n\
+         a_scale short, asm: 1005 a_scale: invalid: E8M0, data set, rows >= M, cols >= K/32, row_stride >= cols\n\
+         N 100, blockscale: 0 success\n\
+         N 100, asm: 2003 b: not supported by this build's kernels\n\
+         bias, blockscale: 2008 bias: not supported by this build's kernels\n\
+         bias, asm: 0 success\n\
+         log2_k_split -1, blockscale: 1010 log2_k_split: invalid: >= 0 (asm: or -1), and 2^log2_k_split must divide K\n\
+         log2_k_split -1, asm: 0 success\n\
+         unknown kernel, blockscale: 2011 kernel_name: not supported by this build's kernels\n\
+         unknown kernel, asm: 2011 kernel_name: not supported by this build's kernels\n\
+         a generated instance, blockscale: 0 success\n\
+         a generated instance, asm: 2011 kernel_name: not supported by this build's kernels\n\
+         no args: 1000 args: invalid: must not be NULL\n\
+         refused by AITER: 3000 the kernel refused the arguments (its message is on standard error)\n",
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    // Fresh, or a rerun that compiles nothing.
+    let second = cargo_args(tmp.path(), &build, &env);
     let log = text(&second);
     assert!(second.status.success(), "{log}");
     assert!(

@@ -17,13 +17,15 @@
 //! the same functions are served by AITER's CK and asm kernels instead (fp16/bf16):
 //! `libmha_fwd.a` and `libmha_bwd.a` built from the prepared AITER tree, their hsa code objects
 //! embedded (see the build script's docs and qola-build's `aiter` module).
-//! [`mod@reference`] is a float64 CPU reference of both directions, every feature.
+//! [`mod@reference`] is a float64 CPU reference of both directions, every feature. [`mod@gemm`]
+//! is AITER's a4w4 (FP4) GEMMs for gfx950 (`kernels/include/qola_gemm.h`), served when the
+//! manifest's modules include `libgemm_a4w4_blockscale` or `libgemm_a4w4_asm`.
 //!
 //! | variable | effect |
 //! |---|---|
 //! | `QOLA_KERNELS` | `builtin` (default): qola's kernels; `aiter` (default when `QOLA_MANIFEST` names a manifest with modules): AITER's `libmha_fwd` and `libmha_bwd` behind the same C API |
 //! | `QOLA_MANIFEST` | the qola manifest for `aiter` (default: qola-sys's own `qola.toml`, shipped in the package with `patches/aiter`); see qola-build for every preparation variable |
-//! | `QOLA_AITER_MODULES` | `aiter`: the modules to build, comma-separated (default: `libmha_fwd,libmha_bwd`) |
+//! | `QOLA_AITER_MODULES` | `aiter`: the modules to build, comma-separated (default: every module of the manifest qola-sys wraps: `libmha_fwd`, `libmha_bwd`, `libgemm_a4w4_blockscale`, `libgemm_a4w4_asm`) |
 //! | `QOLA_CK_FILTER`, `QOLA_CK_FILTER_<MODULE>` | `aiter`: CK's `--filter` for every module, or for one (`QOLA_CK_FILTER_LIBMHA_BWD`): narrow builds |
 //! | `GPU_ARCHS`, `QOLA_GPU_ARCHS` | architectures to compile for (default: this machine's GPUs) |
 //! | `HIPCC`, `ROCM_PATH`, `HIP_PATH` | the HIP compiler |
@@ -38,6 +40,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+pub mod gemm;
 pub mod reference;
 
 /// A HIP stream (`hipStream_t`); null is the default stream.

@@ -3,6 +3,7 @@
 use std::mem::{offset_of, size_of};
 use std::process::Command;
 
+use qola_sys::gemm::*;
 use qola_sys::*;
 
 /// `(name, rust value)` for every size and offset checked.
@@ -28,6 +29,9 @@ fn rust_side() -> Vec<(String, usize)> {
         v_strides, bias, bias_strides, alibi_slopes, alibi_slopes_batch_stride, o, o_strides,
         dout, dout_strides, lse, lse_strides, dq, dq_strides, dk, dk_strides, dv, dv_strides,
         dbias, dbias_strides, workspace);
+    fields!(qola_gemm_matrix: data, rows, cols, row_stride, dtype);
+    fields!(qola_gemm_a4w4_args: size, a, b, a_scale, b_scale, out, bias, alpha, beta,
+        b_preshuffled, log2_k_split, kernel_name, device);
     out
 }
 
@@ -35,7 +39,7 @@ fn rust_side() -> Vec<(String, usize)> {
 fn rust_structs_match_the_c_header() {
     let expected = rust_side();
     let mut program = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include \"qola_mha.h\"\nint main(void) {\n",
+        "#include <stdio.h>\n#include <stddef.h>\n#include \"qola_mha.h\"\n#include \"qola_gemm.h\"\nint main(void) {\n",
     );
     for (name, _) in &expected {
         let expr = match name.strip_prefix("sizeof ") {
@@ -74,36 +78,52 @@ fn rust_structs_match_the_c_header() {
     assert_eq!(c_side, expected);
 }
 
-/// The status fields' constants are the header's list (`QOLA_MHA_FIELDS`), name for name.
+/// The status fields' constants are the headers' lists (`QOLA_MHA_FIELDS`, `QOLA_GEMM_FIELDS`),
+/// name for name.
 #[test]
-fn rust_field_constants_match_the_c_header() {
-    let header = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/kernels/include/qola_mha.h"
-    ))
-    .unwrap();
-    let in_header: Vec<(String, i32)> = header
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("X("))
-        .map(|l| {
-            let mut parts = l.splitn(3, ", ");
-            let name = parts.next().unwrap().to_string();
-            (name, parts.next().unwrap().parse().unwrap())
-        })
-        .collect();
-    let lib = include_str!("../src/lib.rs");
-    let in_rust: Vec<(String, i32)> = lib
-        .lines()
-        .filter_map(|l| l.strip_prefix("pub const QOLA_MHA_FIELD_"))
-        .filter(|l| !l.starts_with("COUNT"))
-        .map(|l| {
-            let (name, value) = l.split_once(": i32 = ").unwrap();
-            (
-                name.to_string(),
-                value.trim_end_matches(';').parse().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(in_rust, in_header);
-    assert_eq!(QOLA_MHA_FIELD_COUNT as usize, in_header.len());
+fn rust_field_constants_match_the_c_headers() {
+    for (header, prefix, rust, count) in [
+        (
+            "qola_mha.h",
+            "pub const QOLA_MHA_FIELD_",
+            include_str!("../src/lib.rs"),
+            QOLA_MHA_FIELD_COUNT as usize,
+        ),
+        (
+            "qola_gemm.h",
+            "pub const QOLA_GEMM_FIELD_",
+            include_str!("../src/gemm.rs"),
+            12,
+        ),
+    ] {
+        let header = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("kernels/include")
+                .join(header),
+        )
+        .unwrap();
+        let in_header: Vec<(String, i32)> = header
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("X("))
+            .map(|l| {
+                let mut parts = l.splitn(3, ", ");
+                let name = parts.next().unwrap().to_string();
+                (name, parts.next().unwrap().parse().unwrap())
+            })
+            .collect();
+        let in_rust: Vec<(String, i32)> = rust
+            .lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .filter(|l| !l.starts_with("COUNT"))
+            .map(|l| {
+                let (name, value) = l.split_once(": i32 = ").unwrap();
+                (
+                    name.to_string(),
+                    value.trim_end_matches(';').parse().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(in_rust, in_header, "{header}");
+        assert_eq!(count, in_header.len(), "{header}");
+    }
 }

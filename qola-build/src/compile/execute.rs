@@ -329,6 +329,9 @@ pub(super) fn link_library(
             println!("cargo:rustc-link-search=native={}", dir.display());
         }
         println!("cargo:rustc-link-lib=dylib=amdhip64");
+        // HIP is C++: its runtime (static guards, exceptions, the standard library) as cc-rs
+        // links it for C++ on Linux.
+        println!("cargo:rustc-link-lib=dylib=stdc++");
     }
     Ok(linked)
 }

@@ -37,17 +37,6 @@ struct UnitTime {
     cpu: f64,
 }
 
-/// The children's CPU time so far (user + system).
-fn children_cpu() -> Duration {
-    // SAFETY: getrusage fills the zeroed struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    let time = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    time(usage.ru_utime) + time(usage.ru_stime)
-}
-
 fn kind(name: &str) -> &'static str {
     if name.starts_with("fmha_fwd_d") {
         "CK forward instance"
@@ -132,9 +121,9 @@ fn build(qola: &Path, name: &str, work: &Path, sid: &Path, root: &Path, how: How
     if let How::Alone { one_call: true, .. } = how {
         command.env("QOLA_COMPILER_LAUNCHER", "env");
     }
-    let (cpu, start) = (children_cpu(), Instant::now());
+    let (cpu, start) = (qola_tests::children_cpu(), Instant::now());
     let output = command.output().unwrap();
-    let (cpu, wall) = (children_cpu() - cpu, start.elapsed());
+    let (cpu, wall) = (qola_tests::children_cpu() - cpu, start.elapsed());
     assert!(
         output.status.success(),
         "{name}: {}",

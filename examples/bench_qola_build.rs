@@ -7,7 +7,10 @@
 //! 2. a narrow forward build (`NARROW_FWD_FILTER`) on an empty object cache (cold), then: the
 //!    same build again (no-op), a new namespace, a patch that edits `csrc/include/mha_fwd.h`,
 //!    each with its units compiled, its time, its ratio to the cold build, and the files it
-//!    wrote in the output directory.
+//!    wrote in the output directory;
+//! 3. TransformerEngine's FP4 GEMM manifest (`libgemm_a4w4_blockscale` narrowed by
+//!    `NARROW_GEMM_FILTER`, `libgemm_a4w4_asm`, gfx950): cold, then again, with units compiled,
+//!    the compiles' CPU time, wall time and the ratio to cold.
 //!
 //! ```text
 //! tools/sid-hipcc-setup
@@ -20,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use qola_build::{OutputBuild, Prepare};
-use qola_tests::NARROW_FWD_FILTER;
+use qola_tests::{NARROW_FWD_FILTER, NARROW_GEMM_FILTER};
 
 const TE_VARIANTS: &str = "
 [[mha_fwd_variants]]
@@ -203,6 +206,43 @@ fn main() {
         let cold_secs = *cold.get_or_insert(secs);
         println!(
             "| {what} | {} of {} | {secs:.2} s | {:.4} | {written} |",
+            outcome.compiled,
+            outcome.units,
+            secs / cold_secs
+        );
+    }
+
+    println!("\n3. TE's FP4 GEMM (NARROW_GEMM_FILTER), gfx950, 2 compiles at once\n");
+    // SAFETY: as above.
+    unsafe { std::env::set_var("QOLA_CK_FILTER_LIBGEMM_A4W4_BLOCKSCALE", NARROW_GEMM_FILTER) };
+    let gemm = b.dir.join("te_gemm.toml");
+    std::fs::write(
+        &gemm,
+        format!(
+            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\nnamespace = \"te\"\nrocm_versions = [\"7.2\"]\n\n[build]\narchitectures = [\"gfx950\"]\n\n[[modules]]\nname = \"libgemm_a4w4_blockscale\"\nmode = \"cpp_itfs\"\n\n[[modules]]\nname = \"libgemm_a4w4_asm\"\nmode = \"cpp_itfs\"\n",
+            b.real.commit,
+            b.real.upstream.display()
+        ),
+    )
+    .unwrap();
+    println!(
+        "| step | units compiled | compiles' CPU time | wall time | ratio to cold (wall) |\n|---|---|---|---|---|"
+    );
+    let mut cold = None;
+    for what in ["cold (no GEMM object cached)", "again, nothing changed"] {
+        let (cpu, start) = (qola_tests::children_cpu(), Instant::now());
+        let outcome = b
+            .build(&gemm, &[])
+            .try_build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (cpu, secs) = (
+            (qola_tests::children_cpu() - cpu).as_secs_f64(),
+            start.elapsed().as_secs_f64(),
+        );
+        assert_eq!(outcome.record.summary.failed, 0, "{:?}", outcome.record);
+        let cold_secs = *cold.get_or_insert(secs);
+        println!(
+            "| {what} | {} of {} | {cpu:.1} s | {secs:.2} s | {:.4} |",
             outcome.compiled,
             outcome.units,
             secs / cold_secs

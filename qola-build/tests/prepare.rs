@@ -198,6 +198,20 @@ fn skip_uses_the_tree_as_it_is_and_names_the_differences() {
         p.expected_fingerprint.as_deref(),
         Some(p.fingerprint.as_str())
     );
+
+    // A manifest pinning another commit: said, the tree still used as it is.
+    let other = "1111111111111111111111111111111111111111";
+    let p = s.options().commit(other).skip(true).try_prepare().unwrap();
+    assert_action(&p, Action::SkipRequested);
+    assert!(
+        p.warnings[0].ends_with(&format!(
+            "; it was prepared for AITER {}, not the {other} the manifest pins",
+            &s.demo.commit[..12]
+        )),
+        "{}",
+        p.warnings[0]
+    );
+    assert_nothing_written(&before, &s.root);
 }
 
 #[test]

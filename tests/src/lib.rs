@@ -32,6 +32,19 @@ pub use phase::{resume, wait_until_stopped};
 pub use real::{RealAiter, real_aiter};
 pub use team::{HttpCache, RedisServer, copy_tracked, tool};
 
+/// The CPU time (user + system) of this process's children that have ended, so far: what a
+/// benchmark's compiles cost, from the difference around them.
+pub fn children_cpu() -> std::time::Duration {
+    // SAFETY: getrusage fills the zeroed struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let time = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
 /// A narrow AITER forward for gfx942 (CK's `--filter`): 4 CK instances, bf16, head dim 128,
 /// batch mode, LSE, with and without the causal mask.
 pub const NARROW_FWD_FILTER: &str =

@@ -343,6 +343,19 @@ fn inputs(settings: &Settings, series: &crate::prepare::patch::Series) -> Vec<st
     inputs
 }
 
+/// A note for a tree prepared for AITER `prepared` when the manifest pins another commit (`pin`, a
+/// SHA or its prefix; a branch or tag is not compared): `None` when they agree.
+fn other_pin(prepared: &str, pin: Option<&str>) -> Option<String> {
+    let pin = pin?;
+    let is_sha = pin.len() >= 7 && pin.chars().all(|c| c.is_ascii_hexdigit());
+    (is_sha && !prepared.starts_with(&pin.to_ascii_lowercase())).then(|| {
+        format!(
+            "; it was prepared for AITER {}, not the {pin} the manifest pins",
+            &prepared[..prepared.len().min(12)]
+        )
+    })
+}
+
 /// `QOLA_SKIP_PREPARE=1`: report how the tree differs from the prepared state, write nothing.
 fn skip(run: &Run) -> Result<Preparation> {
     let (settings, directives) = (run.settings, run.directives);
@@ -354,13 +367,17 @@ fn skip(run: &Run) -> Result<Preparation> {
     let now = scan(root, false, &stamp_submodules(stamp.as_ref()))?;
     let commit = now.heads.get("").cloned().flatten().unwrap_or_default();
     let fingerprint = now.fingerprint();
+    let pin = stamp
+        .as_ref()
+        .and_then(|s| other_pin(&s.components.commit, settings.commit.as_deref()))
+        .unwrap_or_default();
     let message = match &stamp {
         None => format!(
             "QOLA_SKIP_PREPARE=1: using {} as it is; it has never been prepared (no stamp)",
             root.display()
         ),
         Some(stamp) if stamp.fingerprint == fingerprint => format!(
-            "QOLA_SKIP_PREPARE=1: using {} as it is (it is the prepared state)",
+            "QOLA_SKIP_PREPARE=1: using {} as it is (it is the prepared state){pin}",
             root.display()
         ),
         Some(stamp) => {
@@ -378,7 +395,7 @@ fn skip(run: &Run) -> Result<Preparation> {
                     .cloned(),
             );
             format!(
-                "QOLA_SKIP_PREPARE=1: using {} as it is; {} path(s) differ from the prepared state: {}",
+                "QOLA_SKIP_PREPARE=1: using {} as it is; {} path(s) differ from the prepared state: {}{pin}",
                 root.display(),
                 differing.len(),
                 name_some(&differing, LIST_LIMIT)

@@ -15,8 +15,8 @@
 //!   CK's instances (CK's `--filter`), for narrow builds, and `QOLA_CK_FILTER_<MODULE>` (e.g.
 //!   `QOLA_CK_FILTER_LIBMHA_BWD`, whose filter has CK's three-part `a@b@c` form) one module's.
 //!   One static library per module, each exporting only its `qola_mha_*` or `qola_gemm_*`
-//!   functions, and `libqola_mha_status.a` with `qola_mha_status_string` and
-//!   `qola_gemm_status_string`.
+//!   functions, and `libqola_mha_status.a` with `qola_mha_status_string` (and
+//!   `qola_gemm_status_string` when a GEMM module is built).
 //! * `DOCS_RS` set: nothing is compiled, the docs still build.
 
 use std::path::{Path, PathBuf};
@@ -202,6 +202,7 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
     println!("cargo:rerun-if-changed={}", wrappers.display());
     let variants = manifest.variant_filters()?;
     let mut libraries = Vec::new();
+    let mut gemm_built = false;
     // The compiler is identified once: by the first module, then handed to the others.
     let mut toolchain: Option<qola_build::HipToolchain> = None;
     for (module, source, exports) in selected {
@@ -244,6 +245,7 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
         // The Rust declarations of a GEMM module's functions (see `gemm`) exist where it is built.
         if GEMM_MODULES.contains(&module.name.as_str()) {
             println!("cargo:rustc-cfg=qola_{}", &module.name["lib".len()..]);
+            gemm_built = true;
         }
         let name = &library.module.recipe.name;
         let report = library
@@ -251,17 +253,20 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
             .try_compile(name.strip_prefix("lib").unwrap_or(name))?;
         libraries.push(report.library.display().to_string());
     }
-    // The status strings every module's statuses need (qola_mha_status_string,
-    // qola_gemm_status_string): a library of its own.
+    // The status strings every module's statuses need: a library of its own, with
+    // qola_gemm_status_string when a GEMM module was built.
     let mut status = qola_build::HipBuild::new();
     status
         .file(kernels.join("status.hip"))
-        .file(wrappers.join("qola_gemm_status.hip"))
         .include(kernels.join("include"))
         .flag("-std=c++17")
         .flag("-fvisibility=hidden")
-        .export("qola_mha_status_string")
-        .export("qola_gemm_status_string");
+        .export("qola_mha_status_string");
+    if gemm_built {
+        status
+            .file(wrappers.join("qola_gemm_status.hip"))
+            .export("qola_gemm_status_string");
+    }
     for arch in &archs {
         status.arch(arch);
     }

@@ -283,19 +283,14 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
         ),
     )
     .unwrap();
-    let cc = Command::new(&hipcc)
-        .arg("-x")
-        .arg("c")
-        .arg(&source)
-        .arg("-o")
-        .arg(&program)
-        .arg("-ldl")
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
+    qola_tests::run_ok(
+        Command::new(&hipcc)
+            .arg("-x")
+            .arg("c")
+            .arg(&source)
+            .arg("-o")
+            .arg(&program)
+            .arg("-ldl"),
     );
     let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
     assert_eq!(
@@ -946,27 +941,22 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
     let (source, program) = (tmp.path().join("te_gemm.cpp"), tmp.path().join("te_gemm"));
     std::fs::write(&source, TE_GEMM_CALLER).unwrap();
     let lib = out.join("lib");
-    let cc = Command::new(&hipcc)
-        .arg(&source)
-        .arg("-I")
-        .arg(tree.join("csrc/include"))
-        .arg("-I")
-        .arg(out.join("include"))
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args([
-            "-l:te_libgemm_a4w4_blockscale.so",
-            "-l:te_libgemm_a4w4_asm.so",
-        ])
-        .arg("-o")
-        .arg(&program)
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
+    qola_tests::run_ok(
+        Command::new(&hipcc)
+            .arg(&source)
+            .arg("-I")
+            .arg(tree.join("csrc/include"))
+            .arg("-I")
+            .arg(out.join("include"))
+            .arg("-L")
+            .arg(&lib)
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .args([
+                "-l:te_libgemm_a4w4_blockscale.so",
+                "-l:te_libgemm_a4w4_asm.so",
+            ])
+            .arg("-o")
+            .arg(&program),
     );
     let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
     assert_eq!(

@@ -6,6 +6,13 @@
 //! `libgemm_a4w4_asm` (cfg `qola_gemm_a4w4_asm`), as TransformerEngine's GEMM manifest does.
 //! Each checks its arguments before launching anything; the `_check` functions run those checks
 //! alone (no GPU needed) and [`gemm_status_string`] names a status's field and rule.
+//!
+//! A program linking them links the HIP runtime of the ROCm that compiled them (the build
+//! script names its library directory when the compiler's install has one): AITER's objects
+//! call that runtime's symbols (`hipGetDevicePropertiesR0600` from ROCm 6 on), which an older
+//! `libamdhip64` on the linker's default path lacks. qola's own test links with the toolchain's
+//! driver as the linker (`RUSTFLAGS="-C linker=<hipcc>"` with `--target`, so build scripts keep
+//! the host's linker).
 
 use std::ffi::{c_char, c_int, c_void};
 

@@ -215,16 +215,8 @@ fn main() {
     println!("\n3. TE's FP4 GEMM (NARROW_GEMM_FILTER), gfx950, 2 compiles at once\n");
     // SAFETY: as above.
     unsafe { std::env::set_var("QOLA_CK_FILTER_LIBGEMM_A4W4_BLOCKSCALE", NARROW_GEMM_FILTER) };
-    let gemm = b.dir.join("te_gemm.toml");
-    std::fs::write(
-        &gemm,
-        format!(
-            "[qola]\naiter_commit = \"{}\"\naiter_url = \"{}\"\nnamespace = \"te\"\nrocm_versions = [\"7.2\"]\n\n[build]\narchitectures = [\"gfx950\"]\n\n[[modules]]\nname = \"libgemm_a4w4_blockscale\"\nmode = \"cpp_itfs\"\n\n[[modules]]\nname = \"libgemm_a4w4_asm\"\nmode = \"cpp_itfs\"\n",
-            b.real.commit,
-            b.real.upstream.display()
-        ),
-    )
-    .unwrap();
+    let gemm = qola_tests::ManifestText::te_gemm(&b.real.commit, &b.real.upstream)
+        .write(b.dir.join("te_gemm.toml"));
     println!(
         "| step | units compiled | compiles' CPU time | wall time | ratio to cold (wall) |\n|---|---|---|---|---|"
     );

@@ -100,34 +100,48 @@ fn builtin(kernels: &Path) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// The C API wrapper of each AITER module and the symbols it exports.
+/// Each AITER module with a C API wrapper: the module, its wrapper and the symbols it exports.
+const WRAPPERS: [(&str, &str, &[&str]); 4] = [
+    (
+        "libmha_fwd",
+        "qola_aiter_fwd.cpp",
+        &["qola_mha_fwd", "qola_mha_fwd_check"],
+    ),
+    (
+        "libmha_bwd",
+        "qola_aiter_bwd.cpp",
+        &[
+            "qola_mha_bwd",
+            "qola_mha_bwd_check",
+            "qola_mha_bwd_workspace_size",
+        ],
+    ),
+    (
+        "libgemm_a4w4_blockscale",
+        "qola_aiter_gemm_a4w4_blockscale.cpp",
+        &[
+            "qola_gemm_a4w4_blockscale",
+            "qola_gemm_a4w4_blockscale_check",
+        ],
+    ),
+    (
+        "libgemm_a4w4_asm",
+        "qola_aiter_gemm_a4w4_asm.cpp",
+        &["qola_gemm_a4w4_asm", "qola_gemm_a4w4_asm_check"],
+    ),
+];
+
+/// The C API wrapper of `module` and the symbols it exports.
 fn wrapper(module: &str) -> Option<(&'static str, &'static [&'static str])> {
-    match module {
-        "libmha_fwd" => Some((
-            "qola_aiter_fwd.cpp",
-            &["qola_mha_fwd", "qola_mha_fwd_check"],
-        )),
-        "libmha_bwd" => Some((
-            "qola_aiter_bwd.cpp",
-            &[
-                "qola_mha_bwd",
-                "qola_mha_bwd_check",
-                "qola_mha_bwd_workspace_size",
-            ],
-        )),
-        "libgemm_a4w4_blockscale" => Some((
-            "qola_aiter_gemm_a4w4_blockscale.cpp",
-            &[
-                "qola_gemm_a4w4_blockscale",
-                "qola_gemm_a4w4_blockscale_check",
-            ],
-        )),
-        "libgemm_a4w4_asm" => Some((
-            "qola_aiter_gemm_a4w4_asm.cpp",
-            &["qola_gemm_a4w4_asm", "qola_gemm_a4w4_asm_check"],
-        )),
-        _ => None,
-    }
+    WRAPPERS
+        .iter()
+        .find(|(name, _, _)| *name == module)
+        .map(|&(_, source, exports)| (source, exports))
+}
+
+/// The modules with a wrapper, for messages (`a, b, c`).
+fn wrapped_modules() -> String {
+    WRAPPERS.map(|(name, _, _)| name).join(", ")
 }
 
 /// A module to build, its wrapper source and the symbols that wrapper exports.
@@ -166,8 +180,9 @@ fn selected_modules<'m>(
             }
             (None, Some(true)) => {
                 return Err(format!(
-                    "QOLA_KERNELS=aiter: module {} has no qola C API wrapper in this version (libmha_fwd, libmha_bwd, libgemm_a4w4_blockscale and libgemm_a4w4_asm have); drop it from QOLA_AITER_MODULES",
-                    module.name
+                    "QOLA_KERNELS=aiter: module {} has no qola C API wrapper in this version ({} have); drop it from QOLA_AITER_MODULES",
+                    module.name,
+                    wrapped_modules()
                 )
                 .into());
             }
@@ -175,10 +190,11 @@ fn selected_modules<'m>(
         }
     }
     if selected.is_empty() {
-        return Err(
-            "QOLA_KERNELS=aiter: the manifest names no module qola can wrap (libmha_fwd, libmha_bwd, libgemm_a4w4_blockscale, libgemm_a4w4_asm)"
-                .into(),
-        );
+        return Err(format!(
+            "QOLA_KERNELS=aiter: the manifest names no module qola can wrap ({})",
+            wrapped_modules()
+        )
+        .into());
     }
     Ok(selected)
 }

@@ -94,11 +94,12 @@
 //! | `QOLA_PYTHON` | [`aiter`]: the Python that runs AITER's and CK's generators (default: `python3` on `PATH`) |
 //! | `CK_DIR` | [`aiter`]: composable_kernel's location in AITER's recipes (default: the tree's `3rdparty/composable_kernel`) |
 //! | `AITER_META_DIR` | [`aiter`]: when it names a directory with a `csrc`, AITER's sources, generators and hsa code objects are read from there (QoLA's resolver); a warning says so |
+//! | `AITER_CONFIG_<TABLE>` | [`aiter`]: the tuned table a recipe's `{AITER_CONFIG_<TABLE>_FILE}` names (`AITER_CONFIG_GEMM_A4W4`: the a4w4 blockscale's), as AITER's `core.py` reads it (default: the table `core.py` names in the tree); one file: a `:`-separated list, which AITER merges with pandas, is refused |
 //! | `HIP_KITTENS_DIR` | [`aiter`]: where a module's `third_party = ["HipKittens"]` is (default: the tree's `3rdparty/HipKittens`) |
 //! | `QOLA_REGISTRY` | [`OutputBuild`] (`qola build --registry`): a registry in QoLA's format over qola's (see [`aiter::registry`]) |
 //! | `QOLA_AITER_KEEP_INLINE_ALL=1` | [`aiter`]: keep AITER's `-amdgpu-function-calls=false` with upstream clang ≥ 20 (minutes per instance instead of seconds) |
 //! | any name in a recipe's `os.environ.get(NAME, default)` | [`aiter`]: that recipe value, as AITER reads it |
-//! | `QOLA_CK_FILTER`, `QOLA_CK_FILTER_<MODULE>` | [`aiter`] and `qola build`: CK's `--filter` for every module, or for one (`QOLA_CK_FILTER_LIBMHA_BWD`, in CK's `a@b@c` form): narrow builds, over the manifest's variants |
+//! | `QOLA_CK_FILTER`, `QOLA_CK_FILTER_<MODULE>` | [`aiter`] and `qola build`: CK's `--filter` for every module, or for one (`QOLA_CK_FILTER_LIBMHA_BWD`, in CK's `a@b@c` form; `QOLA_CK_FILTER_LIBGEMM_A4W4_BLOCKSCALE`, fnmatch on instance names): narrow builds, over the manifest's variants; a module none of whose generators takes a filter gets a warning |
 //! | `CCACHE_BASEDIR`, `CCACHE_HASHDIR`, `CCACHE_NOHASHDIR`, `SCCACHE_BASEDIRS` | [`HipBuild`] with ccache or sccache: left as the user set them; unset, qola sets them so that launchers hash paths by name |
 //! | `QOLA_TEST_KILL_AT`, `QOLA_TEST_FAIL_AFTER_WRITES` | with the `test-hooks` feature only (qola's own tests): kill a preparation at a named step, fail it after its n-th write |
 //!

@@ -565,6 +565,40 @@ fn a_missing_compiler_says_where_it_looked_and_how_to_install_one() {
     }
 }
 
+/// `HIPCC` relative to the caller's directory (`./hipcc`): the compiles run elsewhere (in the
+/// build's links directory), and still find it.
+#[test]
+fn a_relative_hipcc_is_the_callers() {
+    if common::is_child() {
+        let dir = PathBuf::from(std::env::var_os("QOLA_TEST_DIR").unwrap());
+        let project = HipProject::create(&dir.join("src"));
+        HipBuild::new()
+            .files(&project.sources)
+            .include(&project.include)
+            .arch("gfx90a")
+            .cache_dir(dir.join("cache"))
+            .out_dir(dir.join("out"))
+            .cargo_metadata(false)
+            .try_compile("demo")
+            .unwrap_or_else(|e| panic!("{e}"));
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = qola_tests::fake_hipcc();
+    let out = common::child("a_relative_hipcc_is_the_callers")
+        .current_dir(fake.parent().unwrap())
+        .env("HIPCC", "./hipcc")
+        .env("QOLA_TEST_DIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn a_killed_build_leaves_no_corrupt_entry() {
     if common::is_child() {

@@ -546,11 +546,7 @@ fn qola_sys_serves_tes_fp4_gemms_whose_rust_checks_link_and_answer() {
     let tmp = tempfile::tempdir().unwrap();
     packaged_qola_sys_dependent(tmp.path());
     qola_tests::write(tmp.path(), "src/main.rs", GEMM_CHECKS);
-    let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
-        .set("namespace", "te")
-        .archs(&["gfx950"])
-        .module("libgemm_a4w4_blockscale", "mode = \"cpp_itfs\"\n")
-        .module("libgemm_a4w4_asm", "mode = \"cpp_itfs\"\n")
+    let manifest = qola_tests::ManifestText::te_gemm(&real.commit, &real.upstream)
         .write(tmp.path().join("te_gemm.toml"));
     let fixtures = fixtures_dir();
     let (root, cache) = (fixtures.join("aiter-narrow"), fixtures.join("cache"));

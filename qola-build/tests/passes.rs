@@ -116,6 +116,57 @@ fn a_unit_split_into_its_passes_is_the_one_call_s_bytes_in_every_place_with_debi
     );
 }
 
+/// Units whose includes are the same text share a precompiled header for their host passes only
+/// when every header it names guards itself: the host pass reads its unit's includes again after
+/// the header, and one without `#pragma once` or an `#ifndef` guard (AITER's generated
+/// `impl/*.cuh`) would define its names twice. Debian's hipcc, two architectures.
+#[test]
+fn units_share_a_precompiled_header_only_over_headers_that_guard_themselves() {
+    if !hipcc_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for (header, shared) in [
+        ("#pragma once\nstruct Shared { int x; };\n", true),
+        (
+            "#ifndef SHARED_H\n#define SHARED_H\nstruct Shared { int x; };\n#endif\n",
+            true,
+        ),
+        ("struct Shared { int x; };\n", false),
+    ] {
+        let dir = tmp.path().join(format!("case-{}", header.len()));
+        qola_tests::write(&dir, "src/shared.h", header);
+        let mut sources = Vec::new();
+        for name in ["a", "b"] {
+            let text = format!(
+                "#include <hip/hip_runtime.h>\n#include \"shared.h\"\n__global__ void {name}(Shared* s) {{ s->x = 1; }}\n"
+            );
+            qola_tests::write(&dir, &format!("src/{name}.hip"), text);
+            sources.push(dir.join(format!("src/{name}.hip")));
+        }
+        let report = HipBuild::new()
+            .files(&sources)
+            .arch("gfx90a")
+            .arch("gfx908")
+            .precompile_shared_includes(true)
+            .cache_dir(dir.join("cache"))
+            .out_dir(dir.join("out"))
+            .jobs(2)
+            .cargo_metadata(false)
+            .try_compile("shared")
+            .unwrap_or_else(|e| panic!("{header:?}: {e}"));
+        for unit in &report.units {
+            assert_eq!(
+                unit.passes
+                    .ends_with("host with a shared precompiled header"),
+                shared,
+                "{header:?}: {}",
+                unit.passes
+            );
+        }
+    }
+}
+
 /// Two instances of one composable_kernel forward kernel (its `_gfx9.cpp` and `_gfx950.cpp`
 /// files), built for `gfx942;gfx950`: split (each one's other architecture dead, a shared
 /// precompiled header for the host passes) here, in one call each in a child process; the

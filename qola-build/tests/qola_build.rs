@@ -837,12 +837,8 @@ fn a_registry_mistake_names_its_line_and_nothing_is_built() {
 /// TransformerEngine's GEMM manifest (`transformer_engine/common/aiter_gemm/qola_manifest.toml`:
 /// namespace te, gfx950, both a4w4 modules) at the pin qola builds.
 fn te_gemm_manifest(dir: &Path, real: &qola_tests::RealAiter, arch: &str) -> PathBuf {
-    qola_tests::ManifestText::new(&real.commit, &real.upstream)
-        .set("namespace", "te")
-        .set_toml("rocm_versions", "[\"7.2\"]")
+    qola_tests::ManifestText::te_gemm(&real.commit, &real.upstream)
         .archs(&[arch])
-        .module("libgemm_a4w4_blockscale", "mode = \"cpp_itfs\"\n")
-        .module("libgemm_a4w4_asm", "mode = \"cpp_itfs\"\n")
         .write(dir.join(format!("te_gemm_{arch}.toml")))
 }
 
@@ -1079,7 +1075,8 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
 
 /// The a4w4 modules asked for where they cannot be built: for gfx942 (their kernels are
 /// gfx950's), and at an AITER without their sources; each refusal names the module, the
-/// architecture or the missing file and the fix, and no library is built.
+/// architecture or the missing file and the fix, and no library is built. A CK filter the
+/// module's generators cannot take is a warning.
 #[test]
 fn tes_fp4_gemm_modules_are_refused_for_another_architecture_or_an_aiter_without_them() {
     let Some((real, hipcc, tmp, out)) = start("gemm a4w4 refused") else {
@@ -1095,6 +1092,23 @@ fn tes_fp4_gemm_modules_are_refused_for_another_architecture_or_an_aiter_without
         );
     }
     assert!(!out.join("lib").exists());
+
+    // A CK filter for the asm module, whose generator takes none: said, not ignored.
+    let plan = qola(
+        "plan",
+        &hipcc,
+        &te_gemm_manifest(tmp.path(), &real, "gfx950"),
+        &out,
+    )
+    .env("QOLA_CK_FILTER_LIBGEMM_A4W4_ASM", "x*")
+    .output()
+    .unwrap();
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    assert!(
+        stderr(&plan).contains("te_libgemm_a4w4_asm: the CK filter \"x*\" narrows nothing: no generator of libgemm_a4w4_asm takes a --filter"),
+        "{}",
+        stderr(&plan)
+    );
 
     let without = tmp.path().join("aiter without a4w4");
     let cp = Command::new("cp")

@@ -67,6 +67,18 @@ impl ManifestText {
         )
     }
 
+    /// TransformerEngine's GEMM manifest (`transformer_engine/common/aiter_gemm/
+    /// qola_manifest.toml`) at `commit` of `url`: namespace `te`, ROCm 7.2 listed, gfx950, the
+    /// a4w4 modules `libgemm_a4w4_blockscale` and `libgemm_a4w4_asm` (cpp_itfs).
+    pub fn te_gemm(commit: &str, url: impl AsRef<Path>) -> ManifestText {
+        ManifestText::new(commit, url)
+            .set("namespace", "te")
+            .set_toml("rocm_versions", "[\"7.2\"]")
+            .archs(&["gfx950"])
+            .module("libgemm_a4w4_blockscale", "mode = \"cpp_itfs\"\n")
+            .module("libgemm_a4w4_asm", "mode = \"cpp_itfs\"\n")
+    }
+
     /// TOML text of the test's own appended as it is, at the end (right after `[qola]`'s keys
     /// when nothing else was added: more of its keys).
     pub fn raw(mut self, text: &str) -> ManifestText {

@@ -173,3 +173,26 @@ pub(crate) fn run_generator(
         rewritten,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_an_argument_names_is_an_input_by_its_content() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (script_dir, table) = (tmp.path().join("gen"), tmp.path().join("tuned.csv"));
+        std::fs::create_dir_all(&script_dir).unwrap();
+        std::fs::write(script_dir.join("gen.py"), "print()\n").unwrap();
+        std::fs::write(&table, "M,N,K\n1,2,3\n").unwrap();
+        let argv = [
+            script_dir.join("gen.py").display().to_string(),
+            "--tune_file".to_string(),
+            table.display().to_string(),
+        ];
+        let before = inputs_hash(&argv, &script_dir).unwrap();
+        assert_eq!(inputs_hash(&argv, &script_dir).unwrap(), before);
+        std::fs::write(&table, "M,N,K\n1,2,4\n").unwrap();
+        assert_ne!(inputs_hash(&argv, &script_dir).unwrap(), before);
+    }
+}

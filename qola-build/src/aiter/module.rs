@@ -402,7 +402,7 @@ fn recipe_of(
     env: &Env,
 ) -> Result<(ModuleRecipe, Vec<String>)> {
     let mut recipe = recipe::load(paths, &spec.module.name, &spec.module.recipe, env)?;
-    let warnings = recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
+    let mut warnings = recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
     // The registry's entry (QoLA's cpp_itfs replacements): after the manifest's overrides, as
     // QoLA applies it, so its generators are neither dropped nor given another receipt.
     if let Some(entry) = spec.registry().entry(&spec.module.name) {
@@ -428,6 +428,7 @@ fn recipe_of(
             ),
         }.into());
     }
+    let mut filtered = false;
     for cmd in &mut recipe.blob_gen_cmd {
         let filter = match spec.ck_filter {
             Some(filter) => Some(filter),
@@ -443,8 +444,18 @@ fn recipe_of(
                 .first()
                 .and_then(|script| std::fs::read_to_string(script).ok())
                 .is_some_and(|text| text.contains("\"--filter\""));
-            *cmd = recipe::with_ck_filter(cmd, filter, takes_filter);
+            if let Some(with) = recipe::with_ck_filter(cmd, filter, takes_filter) {
+                *cmd = with;
+                filtered = true;
+            }
         }
+    }
+    if let (Some(filter), false) = (spec.ck_filter, filtered) {
+        warnings.push(format!(
+            "the CK filter {filter:?} narrows nothing: no generator of {} takes a --filter (QOLA_CK_FILTER_{} or QOLA_CK_FILTER); every instance is built",
+            spec.module.name,
+            spec.module.name.to_ascii_uppercase()
+        ));
     }
     // What the module's own sources ask for (see `needs`): switches, hsa config generators.
     let flags: Vec<String> = recipe

@@ -595,13 +595,7 @@ pub(crate) fn apply_overrides(
     recipe
         .srcs
         .retain(|src| !module.drop_srcs.iter().any(|drop| named(src, drop)));
-    let direction_of = |cmd: &str| -> Option<String> {
-        let words: Vec<&str> = cmd.split_whitespace().collect();
-        words
-            .windows(2)
-            .find(|w| w[0] == "-d")
-            .map(|w| w[1].to_string())
-    };
+    let direction_of = |cmd: &str| option_value(cmd, "-d").map(String::from);
     for drop in &module.drop_directions {
         if !recipe
             .blob_gen_cmd
@@ -674,16 +668,22 @@ pub(crate) fn ck_direction(cmd: &str) -> Option<&str> {
     if !cmd.contains("01_fmha/generate.py") {
         return None;
     }
-    let words: Vec<&str> = cmd.split_whitespace().collect();
-    words.windows(2).find(|w| w[0] == "-d").map(|w| w[1])
+    option_value(cmd, "-d")
+}
+
+/// The word after the first `option` of a command (`-d fwd`: `fwd`).
+pub(crate) fn option_value<'a>(cmd: &'a str, option: &str) -> Option<&'a str> {
+    let mut words = cmd.split_whitespace();
+    words.find(|w| *w == option)?;
+    words.next()
 }
 
 /// `cmd` with CK instance filter `filter`, for narrow builds: it replaces the argument of the
 /// command's own `--filter` (AITER's backward pre/post kernel generator has one), and is
 /// appended to CK's fmha `generate.py` and to a generator whose script takes a `--filter`
-/// (`takes_filter`: the a4w4 blockscale's `gen_instances.py` with qola's series); any other
-/// generator is left as it is.
-pub(crate) fn with_ck_filter(cmd: &str, filter: &str, takes_filter: bool) -> String {
+/// (`takes_filter`: the a4w4 blockscale's `gen_instances.py` with qola's series); `None` for
+/// any other generator, which takes no filter.
+pub(crate) fn with_ck_filter(cmd: &str, filter: &str, takes_filter: bool) -> Option<String> {
     let mut words = shell_words(cmd);
     if let Some(i) = words.iter().position(|w| w == "--filter") {
         match words.get_mut(i + 1) {
@@ -693,9 +693,9 @@ pub(crate) fn with_ck_filter(cmd: &str, filter: &str, takes_filter: bool) -> Str
     } else if cmd.contains("01_fmha/generate.py") || takes_filter {
         words.extend(["--filter".to_string(), filter.to_string()]);
     } else {
-        return cmd.to_string();
+        return None;
     }
-    words
+    let quoted: Vec<String> = words
         .iter()
         .map(|w| {
             if w.chars().any(char::is_whitespace) {
@@ -704,8 +704,8 @@ pub(crate) fn with_ck_filter(cmd: &str, filter: &str, takes_filter: bool) -> Str
                 w.clone()
             }
         })
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    Some(quoted.join(" "))
 }
 
 /// Splits a command on spaces, keeping double- or single-quoted words whole (quotes removed).
@@ -772,7 +772,7 @@ mod tests {
                 "x*@y@z",
                 false
             ),
-            "/a/01_fmha/generate.py -d bwd --output_dir {} --filter x*@y@z"
+            Some("/a/01_fmha/generate.py -d bwd --output_dir {} --filter x*@y@z".to_string())
         );
         assert_eq!(
             with_ck_filter(
@@ -780,15 +780,15 @@ mod tests {
                 "x@y@z",
                 false
             ),
-            "/a/pre_post_generate.py --filter x@y@z --output_dir {}"
+            Some("/a/pre_post_generate.py --filter x@y@z --output_dir {}".to_string())
         );
         assert_eq!(
             with_ck_filter("/a/codegen.py --output_dir {}", "x", false),
-            "/a/codegen.py --output_dir {}"
+            None
         );
         assert_eq!(
             with_ck_filter("/a/gen_instances.py --working_path {}", "a|b", true),
-            "/a/gen_instances.py --working_path {} --filter a|b"
+            Some("/a/gen_instances.py --working_path {} --filter a|b".to_string())
         );
     }
     use crate::build_script::Directives;
@@ -813,6 +813,43 @@ mod tests {
             env: &env,
         }
         .eval(expr)
+    }
+
+    #[test]
+    fn a_tuned_table_is_the_one_core_py_names_and_a_table_to_merge_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("tree");
+        let core = "AITER_CONFIG_QOLA_T = os.getenv(\n    \"AITER_CONFIG_QOLA_T\",\n    f\"{AITER_ROOT_DIR}/aiter/configs/qola_t_tuned.csv\",\n)\n";
+        std::fs::create_dir_all(root.join("aiter/jit")).unwrap();
+        std::fs::write(root.join("aiter/jit/core.py"), core).unwrap();
+        let table = eval_at(
+            &root.display().to_string(),
+            "blob_gen_cmd",
+            "f'--tune_file {AITER_CONFIG_QOLA_T_FILE}'",
+        )
+        .unwrap();
+        let default = root.join("aiter/configs/qola_t_tuned.csv");
+        assert_eq!(
+            table,
+            Eval::Str(format!("--tune_file {}", default.display()))
+        );
+        // A model's table beside it: AITER would merge the two.
+        std::fs::create_dir_all(root.join("aiter/configs/model_configs")).unwrap();
+        std::fs::write(
+            root.join("aiter/configs/model_configs/m_qola_t_tuned.csv"),
+            "",
+        )
+        .unwrap();
+        let e = eval_at(
+            &root.display().to_string(),
+            "blob_gen_cmd",
+            "f'{AITER_CONFIG_QOLA_T_FILE}'",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("model_configs/m_qola_t_tuned.csv"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -229,6 +229,19 @@ impl CppApi {
         Ok(out)
     }
 
+    /// The file names [`CppApi::write_headers`] writes.
+    pub fn header_names(&self) -> impl Iterator<Item = String> + '_ {
+        self.headers
+            .iter()
+            .map(|h| {
+                h.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .chain(std::iter::once("qola_config.h".to_string()))
+    }
+
     /// Writes every public header and `qola_config.h` with `namespace` into `dir` (unchanged
     /// files are not touched).
     pub fn write_headers(&self, dir: &Path, namespace: Option<&str>) -> Result<()> {

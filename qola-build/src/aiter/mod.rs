@@ -38,6 +38,7 @@ mod module;
 mod needs;
 mod output;
 mod plan;
+pub mod prebuilt;
 mod recipe;
 pub mod registry;
 mod third_party;

@@ -479,6 +479,18 @@ fn recipe_of(
     Ok((recipe, warnings))
 }
 
+/// The Python that runs AITER's and CK's generators: `QOLA_PYTHON`, else `python3` on `PATH`.
+pub(crate) fn generator_python(env: &Env) -> Result<PathBuf> {
+    match env.var_os("QOLA_PYTHON") {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => Ok(which::which_in("python3", env.path(), ".").map_err(|_| AiterError::Codegen {
+            command: "python3".to_string(),
+            stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` module".to_string(),
+            origin: None,
+        })?),
+    }
+}
+
 /// Runs (or reuses) each of the recipe's code generators into `gen_dir`; their scripts'
 /// directories and `optCompilerConfig.json` are the build's inputs.
 fn generate(
@@ -487,14 +499,7 @@ fn generate(
     env: &Env,
     directives: &crate::build_script::Directives,
 ) -> Result<Vec<Generated>> {
-    let python = match env.var_os("QOLA_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => which::which("python3").map_err(|_| AiterError::Codegen {
-            command: "python3".to_string(),
-            stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` module".to_string(),
-            origin: None,
-        })?,
-    };
+    let python = generator_python(env)?;
     let gen_root = spec.gen_dir.join(&recipe.name);
     let mut generated = Vec::new();
     directives.rerun_if_changed(&spec.root.join("aiter/jit/optCompilerConfig.json"));

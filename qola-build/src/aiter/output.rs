@@ -27,6 +27,8 @@ use serde::Serialize;
 use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::{AiterLibrary, Api, CppApi, library};
 use crate::aiter::module::AiterModuleSpec;
+use crate::aiter::prebuilt::key::KeyContext;
+use crate::aiter::prebuilt::{Arrival, LibraryKey, Stores};
 use crate::aiter::registry::Registry;
 use crate::build_script::{Directives, Env};
 use crate::common::io::io_error;
@@ -36,7 +38,7 @@ use crate::compile::CompilePlan;
 use crate::compile::toolchain::HipToolchain;
 use crate::manifest::ManifestError;
 use crate::manifest::{BuildMode, Manifest, Module};
-use crate::prepare::settings::Prepare;
+use crate::prepare::settings::{Prepare, Settings};
 
 /// A `qola build` (see the module docs).
 #[derive(Debug, Clone)]
@@ -52,6 +54,9 @@ pub struct OutputBuild {
     timings: Option<bool>,
     require_rocm: bool,
     registry: Option<PathBuf>,
+    prebuilt: Option<String>,
+    publish: Option<String>,
+    verify: bool,
 }
 
 /// One module of `manifest.json`.
@@ -68,6 +73,10 @@ pub struct ModuleRecord {
     pub so_path: Option<PathBuf>,
     /// Seconds this module took in this build.
     pub duration_s: f64,
+    /// Whether its files came prebuilt (`--prebuilt`) rather than from a build here (absent
+    /// from the JSON when false, as QoLA writes it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prebuilt: bool,
 }
 
 /// The totals of `manifest.json`.
@@ -112,6 +121,8 @@ pub struct BuildOutcome {
     pub compiled: usize,
     /// Units in all, over all modules.
     pub units: usize,
+    /// The modules whose files came prebuilt, with the bytes fetched (0: already in place).
+    pub prebuilt: Vec<(String, u64)>,
 }
 
 /// What `qola build` would do: each module's plan, and the warnings the build would give.
@@ -143,18 +154,24 @@ pub struct ModulePlan {
     pub hsa_blobs: usize,
     /// The compiles and the link.
     pub compile: CompilePlan,
+    /// The library key (`--prebuilt`, `--publish`) and its inputs, or why there is none.
+    pub library_key: LibraryKey,
 }
 
 /// A module selected, with where its library goes.
-struct Selected<'m> {
-    module: &'m Module,
+struct Selected {
+    module: Module,
     md_name: String,
     so_path: PathBuf,
     prebuilt: Option<PathBuf>,
 }
 
-/// Everything resolved before the modules are built.
+/// Everything resolved before the modules are built; all of it but `root` and the
+/// preparation's warnings before the tree is prepared.
 struct Inputs {
+    /// The preparation these settings are for.
+    prepare: Prepare,
+    settings: Settings,
     manifest: Manifest,
     /// The compiler, identified once for every module.
     toolchain: HipToolchain,
@@ -167,6 +184,8 @@ struct Inputs {
     warnings: Vec<String>,
     /// qola's registry with the user's over it.
     registry: Registry,
+    /// The user's registry, when one is given.
+    user_registry: Option<PathBuf>,
 }
 
 impl OutputBuild {
@@ -185,6 +204,9 @@ impl OutputBuild {
             timings: None,
             require_rocm: false,
             registry: None,
+            prebuilt: None,
+            publish: None,
+            verify: false,
         }
     }
 
@@ -248,6 +270,28 @@ impl OutputBuild {
         self
     }
 
+    /// Fetch each module's files by its library key from `url` before preparing (`--prebuilt`),
+    /// over `QOLA_PREBUILT_URL` and the manifest's `[qola] prebuilt`: `file:///<dir>` or
+    /// `http(s)://...` (see [`crate::aiter::prebuilt`]).
+    pub fn prebuilt(&mut self, url: &str) -> &mut OutputBuild {
+        self.prebuilt = Some(url.to_string());
+        self
+    }
+
+    /// Publish each module built here from a tree qola prepared to `url` (`--publish`), over
+    /// `QOLA_PUBLISH_URL`.
+    pub fn publish(&mut self, url: &str) -> &mut OutputBuild {
+        self.publish = Some(url.to_string());
+        self
+    }
+
+    /// With a prebuilt store: build from source anyway and compare the files with the
+    /// prebuilt's, byte for byte (`--verify`); a difference fails the module, naming the files.
+    pub fn verify(&mut self, verify: bool) -> &mut OutputBuild {
+        self.verify = verify;
+        self
+    }
+
     /// `[qola] rocm_versions` against the compiler: an error with [`OutputBuild::require_rocm`],
     /// else a warning.
     fn check_rocm(&self, manifest: &Manifest, toolchain: &HipToolchain) -> Result<Option<String>> {
@@ -260,7 +304,8 @@ impl OutputBuild {
         }
     }
 
-    /// Resolves the manifest, prepares the tree (or takes it as it is), the architectures.
+    /// Resolves the manifest, the settings, the architectures, the compiler and the registry:
+    /// everything but the tree, which [`OutputBuild::prepare_tree`] prepares.
     fn inputs(&self, env: &Env, directives: &Directives) -> Result<Inputs> {
         let mut prepare = self.prepare.clone();
         prepare.cargo_metadata(false);
@@ -275,9 +320,7 @@ impl OutputBuild {
         if settings.manifest_path.is_none() {
             return Err(ManifestError::Missing.into());
         }
-        let prepared = prepare.prepare_with(&settings, env, directives)?;
-        let manifest = settings.manifest;
-        let warnings = prepared.warnings.clone();
+        let manifest = settings.manifest.clone();
         let archs = crate::compile::toolchain::archs::resolve(
             env,
             &self.archs,
@@ -300,15 +343,18 @@ impl OutputBuild {
             .value();
         let registry = Registry::with_user(user_registry.as_deref())?;
         let mut inputs = Inputs {
+            root: settings.root.clone(),
+            prepare,
+            settings,
             manifest,
             toolchain,
-            root: prepared.root,
             archs,
             cache,
             namespace,
             variants,
-            warnings,
+            warnings: Vec::new(),
             registry,
+            user_registry,
         };
         if let Some(warning) = self.check_rocm(&inputs.manifest, &inputs.toolchain)? {
             inputs.warnings.push(warning);
@@ -316,8 +362,45 @@ impl OutputBuild {
         Ok(inputs)
     }
 
+    /// Prepares the tree (or takes it as it is): its root and warnings into `ctx`.
+    fn prepare_tree(&self, env: &Env, directives: &Directives, ctx: &mut Inputs) -> Result<()> {
+        let prepared = ctx.prepare.prepare_with(&ctx.settings, env, directives)?;
+        ctx.root = prepared.root;
+        ctx.warnings.splice(0..0, prepared.warnings);
+        Ok(())
+    }
+
+    /// Each selected module's library key (see [`crate::aiter::prebuilt`]), computed without
+    /// the tree.
+    fn keys(&self, env: &Env, ctx: &Inputs, selected: &[Selected]) -> Result<Vec<LibraryKey>> {
+        let series = crate::prepare::load_series(&ctx.settings.series)?;
+        let python = crate::aiter::module::generator_python(env)?;
+        let interpreter = crate::aiter::prebuilt::key::interpreter_identity(&python)?;
+        let cx = KeyContext {
+            commit: ctx.settings.commit.as_deref(),
+            series: &series,
+            not_prepared: ctx.settings.skip.then_some(
+                "the tree is used as it is (--skip-checkout, QOLA_SKIP_PREPARE or QOLA_AITER_SOURCE_DIR): qola did not prepare it",
+            ),
+            user_registry: ctx.user_registry.as_deref(),
+            namespace: ctx.namespace.as_deref(),
+            archs: &ctx.archs,
+            variants: &ctx.variants,
+            toolchain: &ctx.toolchain,
+            interpreter: &interpreter,
+        };
+        selected
+            .iter()
+            .map(|s| {
+                let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
+                let filter = self.ck_filter_of(env, &s.module)?;
+                cx.key(env, &s.module, mode, filter.as_deref())
+            })
+            .collect()
+    }
+
     /// The modules to build, in manifest order.
-    fn select<'m>(&self, env: &Env, ctx: &'m Inputs) -> Result<Vec<Selected<'m>>> {
+    fn select(&self, env: &Env, ctx: &Inputs) -> Result<Vec<Selected>> {
         let groups: Vec<String> = if !self.groups.is_empty() {
             self.groups.clone()
         } else {
@@ -340,7 +423,7 @@ impl OutputBuild {
                 None => None,
             };
             selected.push(Selected {
-                module,
+                module: module.clone(),
                 so_path: self.output_dir.join("lib").join(format!("{md_name}.so")),
                 md_name,
                 prebuilt,
@@ -375,10 +458,10 @@ impl OutputBuild {
             }.into());
         }
         let work = self.output_dir.join("_qola");
-        let filter = self.ck_filter_of(env, s.module)?;
+        let filter = self.ck_filter_of(env, &s.module)?;
         let spec = AiterModuleSpec {
             root: &ctx.root,
-            module: s.module,
+            module: &s.module,
             archs: &ctx.archs,
             gen_dir: &work.join("gen"),
             cache: &ctx.cache,
@@ -405,32 +488,143 @@ impl OutputBuild {
         Ok(lib)
     }
 
+    /// The build's prebuilt stores (see [`crate::aiter::prebuilt`]): `--prebuilt` over
+    /// `QOLA_PREBUILT_URL` over `[qola] prebuilt`; `--publish` over `QOLA_PUBLISH_URL`; each
+    /// answer awaited at most `QOLA_PREBUILT_TIMEOUT` seconds (default 60).
+    fn stores(&self, env: &Env, manifest: &Manifest) -> Result<Option<Stores>> {
+        let fetch = Setting::argument(self.prebuilt.clone())
+            .environment(|| env.var("QOLA_PREBUILT_URL"))?
+            .manifest(|| manifest.qola.prebuilt.clone())
+            .value();
+        let publish = Setting::argument(self.publish.clone())
+            .environment(|| env.var("QOLA_PUBLISH_URL"))?
+            .value();
+        let timeout = match env.var("QOLA_PREBUILT_TIMEOUT")? {
+            None => 60,
+            Some(v) => v.parse::<u64>().ok().filter(|s| *s > 0).ok_or_else(|| {
+                crate::build_script::EnvError {
+                    name: "QOLA_PREBUILT_TIMEOUT".to_string(),
+                    value: v.clone(),
+                    expected: "a number of seconds above 0".to_string(),
+                }
+            })?,
+        };
+        Stores::open(
+            fetch.as_deref(),
+            publish.as_deref(),
+            self.verify,
+            std::time::Duration::from_secs(timeout),
+        )
+        .map_err(|problem| {
+            AiterError::InvalidOption {
+                option: "prebuilt store".to_string(),
+                problem,
+            }
+            .into()
+        })
+    }
+
     /// Builds (see the module docs). `Err` only for what stops every module (manifest, checkout,
     /// toolchain); a module's own failure is in the record, and [`BuildOutcome`]'s summary counts it.
     pub fn try_build(&self) -> Result<BuildOutcome> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let ctx = self.inputs(&env, &directives)?;
+        let mut ctx = self.inputs(&env, &directives)?;
+        let selected = self.select(&env, &ctx)?;
+        let stores = self.stores(&env, &ctx.manifest)?;
+        let keys = match &stores {
+            Some(_) => self.keys(&env, &ctx, &selected)?,
+            None => Vec::new(),
+        };
+        std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
+        // Before any checkout: each module's files by its key, when a store has them.
+        let mut arrivals: Vec<Option<Arrival>> = selected.iter().map(|_| None).collect();
+        if let Some(stores) = &stores {
+            for ((s, key), arrival) in selected.iter().zip(&keys).zip(&mut arrivals) {
+                if s.prebuilt.is_some() {
+                    continue;
+                }
+                *arrival = match key {
+                    LibraryKey::Key { key, .. } => stores.arrive(&self.output_dir, &s.md_name, key),
+                    LibraryKey::None { why } => Some(Arrival::Miss(format!(
+                        "{}: no library key: {why}",
+                        s.md_name
+                    ))),
+                };
+                if let Some(Arrival::Miss(why)) = arrival {
+                    eprintln!("qola: warning: {why}; building it from source");
+                }
+            }
+        }
+        let fetched = |a: &Option<Arrival>| matches!(a, Some(Arrival::Fetched(_)));
+        let needs_tree = selected
+            .iter()
+            .zip(&arrivals)
+            .any(|(s, a)| s.prebuilt.is_none() && !fetched(a));
+        let mut module_files = Vec::new();
+        if needs_tree {
+            self.prepare_tree(&env, &directives, &mut ctx)?;
+        }
         for warning in &ctx.warnings {
             eprintln!("qola: warning: {warning}");
         }
-        let selected = self.select(&env, &ctx)?;
-        std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
-        CppApi::resolve(
-            &ctx.registry,
-            &ctx.root,
-            &self.output_dir.join("_qola").join("gen"),
-        )?
-        .write_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
-        copy_configs(
-            &ctx.root.join("aiter/configs"),
-            &self.output_dir.join("configs"),
-        )?;
+        if needs_tree {
+            let api = CppApi::resolve(
+                &ctx.registry,
+                &ctx.root,
+                &self.output_dir.join("_qola").join("gen"),
+            )?;
+            api.write_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
+            module_files.extend(api.header_names().map(|name| format!("include/{name}")));
+            module_files.extend(copy_configs(
+                &ctx.root.join("aiter/configs"),
+                &self.output_dir.join("configs"),
+                "configs",
+            )?);
+        }
         let mut modules = Vec::new();
         let (mut compiled, mut units) = (0, 0);
-        for s in &selected {
+        let mut prebuilt = Vec::new();
+        for (i, s) in selected.iter().enumerate() {
             let start = Instant::now();
-            let built = self.build_module(&env, &ctx, s);
+            let built = match &arrivals[i] {
+                Some(Arrival::Fetched(bytes)) => {
+                    prebuilt.push((s.md_name.clone(), *bytes));
+                    Ok((0, 0))
+                }
+                _ => self.build_module(&env, &ctx, s).and_then(|(c, u)| {
+                    let key = keys.get(i).and_then(LibraryKey::key);
+                    let (Some(stores), Some(key)) = (&stores, key) else {
+                        return Ok((c, u));
+                    };
+                    if let Some(Arrival::Staged(staged)) = &arrivals[i] {
+                        let differ = staged.differences(&self.output_dir);
+                        if !differ.is_empty() {
+                            return Err(AiterError::InvalidOption {
+                                option: format!("--verify {}", staged.url),
+                                problem: format!(
+                                    "the prebuilt {} of key {key} differs from this build in {}: the builds are not reproducible, or the key misses an input; report it with both files",
+                                    s.md_name,
+                                    differ.join(", ")
+                                ),
+                            }
+                            .into());
+                        }
+                        eprintln!(
+                            "qola build: {}: the prebuilt from {} is byte-identical to this build",
+                            s.md_name, staged.url
+                        );
+                    }
+                    let mut files = vec![format!("lib/{}.so", s.md_name)];
+                    files.extend(module_files.iter().cloned());
+                    match stores.built(&self.output_dir, &s.md_name, key, &files) {
+                        Ok(Some(line)) => eprintln!("qola build: {line}"),
+                        Ok(None) => {}
+                        Err(warning) => eprintln!("qola: warning: {warning}"),
+                    }
+                    Ok((c, u))
+                }),
+            };
             let duration_s = (start.elapsed().as_secs_f64() * 100.0).round() / 100.0;
             let (success, error) = match built {
                 Ok((c, u)) => {
@@ -449,6 +643,7 @@ impl OutputBuild {
                 error,
                 so_path: success.then(|| s.so_path.clone()),
                 duration_s,
+                prebuilt: fetched(&arrivals[i]),
             });
         }
         let failed = modules.iter().filter(|m| !m.success).count();
@@ -470,6 +665,7 @@ impl OutputBuild {
             record_written,
             compiled,
             units,
+            prebuilt,
         })
     }
 
@@ -507,10 +703,13 @@ impl OutputBuild {
     pub fn try_plan(&self) -> Result<BuildPlan> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let ctx = self.inputs(&env, &directives)?;
+        let mut ctx = self.inputs(&env, &directives)?;
+        let selected = self.select(&env, &ctx)?;
+        let keys = self.keys(&env, &ctx, &selected)?;
+        self.prepare_tree(&env, &directives, &mut ctx)?;
         let mut warnings = ctx.warnings.clone();
         let mut plans = Vec::new();
-        for s in self.select(&env, &ctx)? {
+        for (s, library_key) in selected.into_iter().zip(keys) {
             let lib = self.assemble(&env, &ctx, &s)?;
             let compile = lib.build.try_plan(&s.md_name)?;
             warnings.extend(
@@ -532,6 +731,7 @@ impl OutputBuild {
                 dropped_flags: lib.module.dropped_flags.clone(),
                 hsa_blobs: lib.hsa.blobs,
                 compile,
+                library_key,
             });
         }
         Ok(BuildPlan {
@@ -619,25 +819,29 @@ fn rocm_mismatch(manifest: &Manifest, toolchain: &HipToolchain) -> Option<AiterE
 }
 
 /// Copies AITER's tuning tables (`*.csv` and `model_configs/`) into `configs/`, each file only
-/// when its content differs.
-fn copy_configs(from: &Path, to: &Path) -> Result<()> {
+/// when its content differs. Returns their paths under the output directory (`under`/...).
+fn copy_configs(from: &Path, to: &Path, under: &str) -> Result<Vec<String>> {
+    let mut copied = Vec::new();
     let Ok(entries) = std::fs::read_dir(from) else {
-        return Ok(());
+        return Ok(copied);
     };
     for entry in entries {
         let entry = entry.map_err(io_error("read", from))?;
         let path = entry.path();
         let name = entry.file_name();
+        let relative = format!("{under}/{}", name.to_string_lossy());
         if path.is_dir() && name == "model_configs" {
-            copy_configs(&path, &to.join(&name))?;
+            copied.extend(copy_configs(&path, &to.join(&name), &relative)?);
         } else if path.is_file()
             && (path.extension().is_some_and(|x| x == "csv") || from.ends_with("model_configs"))
         {
             let bytes = std::fs::read(&path).map_err(io_error("read", &path))?;
             write_if_changed(&to.join(&name), &bytes)?;
+            copied.push(relative);
         }
     }
-    Ok(())
+    copied.sort();
+    Ok(copied)
 }
 
 /// Writes `manifest.json` unless it already says the same apart from its time stamp and the

@@ -82,6 +82,20 @@ impl<'a> Env<'a> {
     }
 }
 
+impl Env<'_> {
+    /// The names of the set variables that start with `prefix` (each then read, and announced,
+    /// through [`Env::var_os`] by the caller).
+    pub(crate) fn names_starting_with(&self, prefix: &str) -> Vec<String> {
+        #[allow(clippy::disallowed_methods)]
+        let mut names: Vec<String> = std::env::vars_os()
+            .filter_map(|(name, _)| name.into_string().ok())
+            .filter(|name| name.starts_with(prefix))
+            .collect();
+        names.sort();
+        names
+    }
+}
+
 /// The one read of the process environment.
 #[allow(clippy::disallowed_methods)]
 fn read(name: &str) -> Option<OsString> {

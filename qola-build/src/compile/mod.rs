@@ -55,6 +55,7 @@ pub use error::CompileError;
 pub use launcher::LauncherHits;
 pub use launcher::farm::FarmReport;
 pub use report::{CompilePlan, CompileReport, PlannedUnit, UnitReport};
+pub(crate) use resolve::flag_variables;
 use toolchain::HipToolchain;
 
 /// An incremental HIP library build (see the module docs).

@@ -220,15 +220,7 @@ pub(crate) fn full_path(path: &Path) -> Result<PathBuf> {
 /// as a shell would when `CC_SHELL_ESCAPED_FLAGS` is set. `TARGET` and `HOST` come from Cargo
 /// (in a build script), else `this_machine`.
 fn cxxflags(env: &Env, this_machine: &str) -> Result<Vec<String>> {
-    let host = env.var("HOST")?.unwrap_or_else(|| this_machine.to_string());
-    let target = env.var("TARGET")?.unwrap_or_else(|| host.clone());
-    let kind = if target == host { "HOST" } else { "TARGET" };
-    let names = [
-        "CXXFLAGS".to_string(),
-        format!("{kind}_CXXFLAGS"),
-        format!("CXXFLAGS_{}", target.replace(['-', '.'], "_")),
-        format!("CXXFLAGS_{target}"),
-    ];
+    let names = cxxflags_variables(env, this_machine)?;
     let shell = env
         .var("CC_SHELL_ESCAPED_FLAGS")?
         .is_some_and(|v| v != "0" && v != "false");
@@ -243,6 +235,27 @@ fn cxxflags(env: &Env, this_machine: &str) -> Result<Vec<String>> {
         }
     }
     Ok(flags)
+}
+
+/// Every variable that adds to a unit's compile command: the `CXXFLAGS` variables and
+/// `CC_SHELL_ESCAPED_FLAGS` (a library's key has their values, see `aiter::prebuilt`).
+pub(crate) fn flag_variables(env: &Env) -> Result<Vec<String>> {
+    let mut names = cxxflags_variables(env, &host_triple())?.to_vec();
+    names.push("CC_SHELL_ESCAPED_FLAGS".to_string());
+    Ok(names)
+}
+
+/// The names of the `CXXFLAGS` variables [`cxxflags`] reads, least specific first.
+fn cxxflags_variables(env: &Env, this_machine: &str) -> Result<[String; 4]> {
+    let host = env.var("HOST")?.unwrap_or_else(|| this_machine.to_string());
+    let target = env.var("TARGET")?.unwrap_or_else(|| host.clone());
+    let kind = if target == host { "HOST" } else { "TARGET" };
+    Ok([
+        "CXXFLAGS".to_string(),
+        format!("{kind}_CXXFLAGS"),
+        format!("CXXFLAGS_{}", target.replace(['-', '.'], "_")),
+        format!("CXXFLAGS_{target}"),
+    ])
 }
 
 /// The triple `cc`'s archiver is told about: this machine (HIP host code runs where the GPU is).

@@ -39,6 +39,9 @@ pub struct QolaTable {
     /// A registry in QoLA's format (qola's key; relative to the manifest file) adding modules to
     /// qola's and replacing its entries (see [`crate::aiter::registry`]).
     pub registry: Option<PathBuf>,
+    /// Where prebuilt libraries are fetched from by their key (qola's key; `file://` or
+    /// `http(s)://`; see `qola build --prebuilt`).
+    pub prebuilt: Option<String>,
     /// ROCm versions the manifest was written for (`"6"`, `"6.4"`). Informational, as in QoLA:
     /// `qola build` warns when the compiler's HIP version starts with none of them, and fails
     /// only with `--require-rocm` ([`crate::OutputBuild::require_rocm`]). Empty: any.

@@ -208,6 +208,7 @@ fn qola(r: &mut Reader, t: &DeTable) -> QolaTable {
         "aiter_url",
         "namespace",
         "patches_dir",
+        "prebuilt",
         "registry",
         "rocm_versions",
     ];
@@ -235,6 +236,9 @@ fn qola(r: &mut Reader, t: &DeTable) -> QolaTable {
     }
     if let Some(v) = t.get("patches_dir") {
         q.patches_dir = r.string(v, key("patches_dir")).map(PathBuf::from);
+    }
+    if let Some(v) = t.get("prebuilt") {
+        q.prebuilt = r.string(v, key("prebuilt"));
     }
     if let Some(v) = t.get("registry") {
         q.registry = r.string(v, key("registry")).map(PathBuf::from);

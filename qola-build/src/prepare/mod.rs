@@ -36,6 +36,10 @@ mod patch;
 pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod settings;
+
+#[cfg(test)]
+pub(crate) use patch::PatchFile;
+pub(crate) use patch::{Series, load_series};
 mod sync;
 
 pub use report::error::PrepareError;

@@ -177,6 +177,18 @@ pub(crate) struct BuildCmd {
     /// replacing its entries [default: QOLA_REGISTRY, the manifest's [qola] registry].
     #[arg(long, value_name = "FILE")]
     pub registry: Option<PathBuf>,
+    /// Fetch each module's files by its library key before preparing (file:///dir or
+    /// http(s)://...); a module that hits needs no checkout and no compile [default:
+    /// QOLA_PREBUILT_URL, the manifest's [qola] prebuilt].
+    #[arg(long, value_name = "URL")]
+    pub prebuilt: Option<String>,
+    /// Publish each module built here from a tree qola prepared, by its library key
+    /// [default: QOLA_PUBLISH_URL].
+    #[arg(long, value_name = "URL")]
+    pub publish: Option<String>,
+    /// With --prebuilt: build from source anyway and compare the files byte for byte.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// `cache`.
@@ -268,6 +280,13 @@ impl BuildCmd {
         if let Some(registry) = &self.registry {
             build.registry(registry);
         }
+        if let Some(url) = &self.prebuilt {
+            build.prebuilt(url);
+        }
+        if let Some(url) = &self.publish {
+            build.publish(url);
+        }
+        build.verify(self.verify);
         build
     }
 }

@@ -152,8 +152,21 @@ fn build(c: &BuildCmd) -> ExitCode {
     if c.prepare.json {
         print_json(&serde_json::to_value(r).expect("a record always serializes"));
     }
+    let prebuilt = match &outcome.prebuilt[..] {
+        [] => String::new(),
+        modules => format!(
+            " ({} prebuilt, {} bytes fetched: {})",
+            modules.len(),
+            modules.iter().map(|(_, bytes)| bytes).sum::<u64>(),
+            modules
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     eprintln!(
-        "qola build: {}/{} modules built, {} failed; {} of {} units compiled{}",
+        "qola build: {}/{} modules built{prebuilt}, {} failed; {} of {} units compiled{}",
         r.summary.success,
         r.summary.total,
         r.summary.failed,
@@ -209,6 +222,20 @@ fn plan(c: &BuildCmd) -> ExitCode {
             module.hsa_blobs,
             module.compile.link.len()
         );
+        match &module.library_key {
+            qola_build::aiter::prebuilt::LibraryKey::Key { key, inputs } => eprintln!(
+                "  library key {key}: AITER {}, {} patches, {} for {}, compiler {}, {}",
+                inputs.aiter_commit,
+                inputs.series.len(),
+                inputs.mode,
+                inputs.archs.join(";"),
+                &inputs.compiler[..inputs.compiler.len().min(16)],
+                inputs.interpreter.lines().next().unwrap_or("")
+            ),
+            qola_build::aiter::prebuilt::LibraryKey::None { why } => {
+                eprintln!("  no library key: {why}")
+            }
+        }
         // Each decision with its reason, counted; each unit with -v.
         let mut counts: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
         for unit in &module.compile.units {

@@ -1,0 +1,189 @@
+//! Fetching a module's archive into the output directory, checking one against a build, and
+//! publishing one (see the folder's docs).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::archive::{self, Index};
+use super::store::{Failure, Store};
+
+/// A store of prebuilt libraries, by URL.
+#[derive(Debug, Clone)]
+pub(crate) struct Remote {
+    /// The URL as given.
+    pub url: String,
+    store: Store,
+}
+
+/// What a fetch gave.
+#[derive(Debug, Clone)]
+pub(crate) enum Fetched {
+    /// The module's files are in the output directory: fetched (`bytes` of archive), or
+    /// already there from an earlier fetch of this key (`bytes` 0).
+    Hit {
+        /// Bytes fetched.
+        bytes: u64,
+    },
+    /// No usable archive: the warning to give (the module is built from source).
+    Miss(String),
+}
+
+/// Removes a staging directory when dropped (a fetch leaves nothing half-unpacked).
+struct Staging(PathBuf);
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Remote {
+    /// The store at `url`, waiting at most `timeout` for each answer. `Err`: a URL qola cannot
+    /// use (a malformed input is an error, not a miss).
+    pub(crate) fn open(url: &str, timeout: Duration) -> Result<Remote, String> {
+        Ok(Remote {
+            url: url.to_string(),
+            store: Store::open(url, timeout)?,
+        })
+    }
+
+    /// The archive's name in the store.
+    fn name(md_name: &str, key: &str) -> String {
+        format!("{md_name}/{key}.tar.zst")
+    }
+
+    /// Where qola records the files a key put in `out_dir`.
+    fn record(out_dir: &Path, md_name: &str) -> PathBuf {
+        out_dir
+            .join("_qola")
+            .join("prebuilt")
+            .join(format!("{md_name}.json"))
+    }
+
+    /// The module's files of `key` into `out_dir`, unless they are there already.
+    pub(crate) fn fetch(&self, out_dir: &Path, md_name: &str, key: &str) -> Fetched {
+        if files_match(out_dir, md_name, key) {
+            return Fetched::Hit { bytes: 0 };
+        }
+        let staging = Staging(
+            out_dir
+                .join("_qola")
+                .join("prebuilt")
+                .join(format!("staging-{}", std::process::id())),
+        );
+        let (index, bytes) = match self.checked(md_name, key, &staging.0) {
+            Ok(fetched) => fetched,
+            Err(why) => return Fetched::Miss(why),
+        };
+        for file in &index.files {
+            let to = out_dir.join(&file.path);
+            if std::fs::read(&to).is_ok_and(|b| blake3::hash(&b).to_hex().as_str() == file.blake3) {
+                continue;
+            }
+            let moved = to
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::rename(staging.0.join(&file.path), &to));
+            if let Err(e) = moved {
+                return Fetched::Miss(format!(
+                    "cannot put {} in place: {e}; the files before it are the archive's, the rest are as they were",
+                    to.display()
+                ));
+            }
+        }
+        if let Err(e) = write_record(out_dir, md_name, &index) {
+            return Fetched::Miss(format!("cannot record the fetch: {e}"));
+        }
+        Fetched::Hit {
+            bytes: bytes as u64,
+        }
+    }
+
+    /// The archive of `key`, checked and unpacked into `staging` (nothing else is written), with
+    /// its size; `Err` is the warning to give.
+    pub(crate) fn checked(
+        &self,
+        md_name: &str,
+        key: &str,
+        staging: &Path,
+    ) -> Result<(Index, usize), String> {
+        let name = Self::name(md_name, key);
+        let at = self.store.locate(&name);
+        let bytes = self.store.get(&name).map_err(|failure| match failure {
+            Failure::Missing => format!("no prebuilt {md_name} at {at}: {failure}"),
+            other => format!("prebuilt {md_name} not fetched from {at}: {other}"),
+        })?;
+        let _ = std::fs::remove_dir_all(staging);
+        let index = archive::unpack(&bytes, key, staging)
+            .map_err(|why| format!("prebuilt {md_name} from {at} refused: {why}"))?;
+        Ok((index, bytes.len()))
+    }
+
+    /// Packs `files` (relative to `out_dir`) as the archive of `key` and stores it; records
+    /// them as that key's files. Returns the archive's size; `Err` is the warning to give.
+    pub(crate) fn publish(
+        &self,
+        out_dir: &Path,
+        md_name: &str,
+        key: &str,
+        files: &[String],
+    ) -> Result<usize, String> {
+        let name = Self::name(md_name, key);
+        let bytes = archive::pack(out_dir, files, key, md_name)
+            .map_err(|e| format!("{md_name} not published: cannot pack it: {e}"))?;
+        self.store.put(&name, &bytes).map_err(|failure| {
+            format!(
+                "{md_name} not published to {}: {failure}",
+                self.store.locate(&name)
+            )
+        })?;
+        Ok(bytes.len())
+    }
+}
+
+/// Records that `files` of `out_dir` are the files of `key` (rewritten only when it changes).
+pub(crate) fn record_files(
+    out_dir: &Path,
+    md_name: &str,
+    key: &str,
+    files: &[String],
+) -> std::io::Result<()> {
+    let mut index = Index {
+        format: super::key::FORMAT,
+        key: key.to_string(),
+        md_name: md_name.to_string(),
+        files: Vec::new(),
+    };
+    for path in files {
+        let bytes = std::fs::read(out_dir.join(path))?;
+        index.files.push(archive::IndexedFile {
+            path: path.clone(),
+            size: bytes.len() as u64,
+            blake3: blake3::hash(&bytes).to_hex().to_string(),
+        });
+    }
+    write_record(out_dir, md_name, &index)
+}
+
+fn write_record(out_dir: &Path, md_name: &str, index: &Index) -> std::io::Result<()> {
+    let mut text = serde_json::to_vec_pretty(index).expect("an index serializes");
+    text.push(b'\n');
+    crate::common::io::write_if_changed(&Remote::record(out_dir, md_name), &text)
+        .map(|_| ())
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// Whether `out_dir` holds the files of `key`, as its record says and their bytes confirm.
+fn files_match(out_dir: &Path, md_name: &str, key: &str) -> bool {
+    let Ok(text) = std::fs::read(Remote::record(out_dir, md_name)) else {
+        return false;
+    };
+    let Ok(index) = serde_json::from_slice::<Index>(&text) else {
+        return false;
+    };
+    index.key == key
+        && index.files.iter().all(|f| {
+            std::fs::read(out_dir.join(&f.path))
+                .is_ok_and(|b| blake3::hash(&b).to_hex().as_str() == f.blake3)
+        })
+}

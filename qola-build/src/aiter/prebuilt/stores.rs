@@ -1,0 +1,129 @@
+//! One build's stores: where it fetches from (`--prebuilt`), whether it checks what it fetched
+//! against a build from source (`--verify`), where it publishes (`--publish`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::archive::Index;
+use super::remote::{Fetched, Remote, record_files};
+
+/// The stores of one build.
+#[derive(Debug)]
+pub(crate) struct Stores {
+    fetch: Option<Remote>,
+    publish: Option<Remote>,
+    verify: bool,
+}
+
+/// What the fetch store gave for a module.
+#[derive(Debug)]
+pub(crate) enum Arrival {
+    /// Its files are in the output directory (bytes fetched; 0: already there).
+    Fetched(u64),
+    /// `--verify`: the archive, checked and unpacked aside, to compare with a build.
+    Staged(Staged),
+    /// Nothing usable: the warning to give.
+    Miss(String),
+}
+
+/// A prebuilt unpacked aside (removed when dropped).
+#[derive(Debug)]
+pub(crate) struct Staged {
+    dir: PathBuf,
+    index: Index,
+    /// Where it came from.
+    pub url: String,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Staged {
+    /// The files of the prebuilt whose bytes differ from `out_dir`'s.
+    pub(crate) fn differences(&self, out_dir: &Path) -> Vec<String> {
+        self.index
+            .files
+            .iter()
+            .filter(|f| {
+                std::fs::read(self.dir.join(&f.path)).ok()
+                    != std::fs::read(out_dir.join(&f.path)).ok()
+            })
+            .map(|f| f.path.clone())
+            .collect()
+    }
+}
+
+impl Stores {
+    /// The stores at these URLs, `None` when there are none. `Err`: a URL qola cannot use, or
+    /// `verify` without a store to fetch from.
+    pub(crate) fn open(
+        fetch: Option<&str>,
+        publish: Option<&str>,
+        verify: bool,
+        timeout: Duration,
+    ) -> Result<Option<Stores>, String> {
+        if verify && fetch.is_none() {
+            return Err("--verify checks a prebuilt: give the store with --prebuilt (or QOLA_PREBUILT_URL, [qola] prebuilt)".to_string());
+        }
+        if fetch.is_none() && publish.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Stores {
+            fetch: fetch.map(|u| Remote::open(u, timeout)).transpose()?,
+            publish: publish.map(|u| Remote::open(u, timeout)).transpose()?,
+            verify,
+        }))
+    }
+
+    /// The module's prebuilt files of `key`, when there is a store to fetch from.
+    pub(crate) fn arrive(&self, out_dir: &Path, md_name: &str, key: &str) -> Option<Arrival> {
+        let remote = self.fetch.as_ref()?;
+        if !self.verify {
+            return Some(match remote.fetch(out_dir, md_name, key) {
+                Fetched::Hit { bytes } => Arrival::Fetched(bytes),
+                Fetched::Miss(why) => Arrival::Miss(why),
+            });
+        }
+        let dir = out_dir
+            .join("_qola")
+            .join("prebuilt")
+            .join(format!("verify-{md_name}-{}", std::process::id()));
+        Some(match remote.checked(md_name, key, &dir) {
+            Ok((index, _)) => Arrival::Staged(Staged {
+                dir,
+                index,
+                url: remote.url.clone(),
+            }),
+            Err(why) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Arrival::Miss(why)
+            }
+        })
+    }
+
+    /// After a module of `key` was built here from the tree qola prepared: records its `files`
+    /// as that key's, and publishes them when there is a store to publish to. Returns what to
+    /// say: `Ok` a line of progress, `Err` a warning.
+    pub(crate) fn built(
+        &self,
+        out_dir: &Path,
+        md_name: &str,
+        key: &str,
+        files: &[String],
+    ) -> Result<Option<String>, String> {
+        record_files(out_dir, md_name, key, files)
+            .map_err(|e| format!("{md_name}: cannot record its files: {e}"))?;
+        let Some(remote) = &self.publish else {
+            return Ok(None);
+        };
+        let bytes = remote.publish(out_dir, md_name, key, files)?;
+        Ok(Some(format!(
+            "{md_name}: published as {} ({bytes} bytes) to {}",
+            &key[..16],
+            remote.url
+        )))
+    }
+}

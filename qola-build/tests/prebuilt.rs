@@ -1,0 +1,480 @@
+//! Prebuilt libraries by content key, for real: machine A builds TE's narrow forward module
+//! from the real AITER tree with the sid toolchain and publishes it to nginx's WebDAV on
+//! loopback (started and stopped by the test); machine B (an empty HOME, an empty qola cache
+//! and output directory, no checkout) gets it with no clone, no generator and no compile. Each
+//! bad store or archive is its own test: one warning, then the module is built from source
+//! (the fixtures' warm cache: nothing compiles), nothing half-unpacked left.
+
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{assert_nothing_written, mtimes, tick};
+use qola_tests::{HttpCache, NARROW_FWD_FILTER, fixtures_dir, tool};
+
+/// What a test starts from: the real tree's commit and upstream, the sid toolchain, a
+/// temporary directory and a TE-style manifest of the narrow forward module in it.
+struct Machine {
+    hipcc: PathBuf,
+    tmp: tempfile::TempDir,
+    manifest: PathBuf,
+}
+
+fn start() -> Option<Machine> {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return None;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .archs(&["gfx942"])
+        .narrow_forward()
+        .write(tmp.path().join("te.toml"));
+    Some(Machine {
+        hipcc,
+        tmp,
+        manifest,
+    })
+}
+
+impl Machine {
+    /// `qola <verb>` on the fixtures' prepared tree and warm cache, into `<tmp>/<out>`.
+    fn qola(&self, verb: &str, out: &str) -> Command {
+        self.qola_at(
+            verb,
+            out,
+            &fixtures_dir().join("aiter-narrow"),
+            &fixtures_dir().join("cache"),
+        )
+    }
+
+    /// `qola <verb>` with the checkout at `tree` and qola's cache at `cache`.
+    fn qola_at(&self, verb: &str, out: &str, tree: &Path, cache: &Path) -> Command {
+        let mut command = common::qola_command(&["GPU_ARCHS"]);
+        command
+            .arg(verb)
+            .arg("-m")
+            .arg(&self.manifest)
+            .arg("-a")
+            .arg(tree)
+            .arg("-o")
+            .arg(self.tmp.path().join(out))
+            .env("HIPCC", &self.hipcc)
+            .env("QOLA_CACHE_DIR", cache)
+            .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
+        command
+    }
+
+    fn out(&self, out: &str) -> PathBuf {
+        self.tmp.path().join(out)
+    }
+
+    /// The module's library key, from `qola plan --json` (the prepared tree's).
+    fn key(&self) -> String {
+        let plan = self.qola("plan", "plan").arg("--json").output().unwrap();
+        assert!(plan.status.success(), "{}", stderr(&plan));
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        plan["modules"][0]["library_key"]["key"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no key: {plan}"))
+            .to_string()
+    }
+
+    /// A file store with the module published by a build into `published`: its directory.
+    fn file_store(&self) -> PathBuf {
+        let store = self.tmp.path().join("store");
+        let url = format!("file://{}", store.display());
+        let a = self
+            .qola("build", "published")
+            .args(["--publish", &url])
+            .output()
+            .unwrap();
+        assert!(a.status.success(), "{}", stderr(&a));
+        store
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn warnings(out: &Output) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter(|l| l.starts_with("qola: warning:"))
+        .map(String::from)
+        .collect()
+}
+
+/// Every file under `dir`, relative, with its bytes.
+fn files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.insert(
+                    path.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&path).unwrap(),
+                );
+            }
+        }
+    }
+    let mut out = Default::default();
+    for sub in ["lib", "include", "configs"] {
+        walk(dir, &dir.join(sub), &mut out);
+    }
+    out
+}
+
+#[test]
+fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no_compile() {
+    let Some(m) = start() else { return };
+    let Some(nginx) = tool("nginx", "nginx-light") else {
+        return;
+    };
+    let server = HttpCache::start(&nginx, &m.tmp.path().join("nginx"));
+    let url = format!("http://127.0.0.1:{}/cache/prebuilt", server.port);
+
+    // Machine A (CI): builds from the tree qola prepared, and publishes.
+    let a = m
+        .qola("build", "a")
+        .args(["--publish", &url])
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert!(
+        stderr(&a).contains("te_libmha_fwd: published as"),
+        "{}",
+        stderr(&a)
+    );
+    assert_eq!((server.requests("PUT"), server.requests("MOVE")), (1, 1));
+    // The key a plan computes from the prepared tree names the archive.
+    let key = m.key();
+    let archive = server
+        .www
+        .join("cache/prebuilt/te_libmha_fwd")
+        .join(format!("{key}.tar.zst"));
+    assert!(archive.is_file(), "{}", archive.display());
+
+    // Machine B: an empty HOME, qola cache and output directory, and no checkout.
+    let b_tree = m.tmp.path().join("b-aiter");
+    let b_cache = m.tmp.path().join("b-cache");
+    let b_home = m.tmp.path().join("b-home");
+    std::fs::create_dir_all(&b_home).unwrap();
+    let b = || {
+        m.qola_at("build", "b", &b_tree, &b_cache)
+            .env("HOME", &b_home)
+            .env("QOLA_PREBUILT_URL", &url)
+            .output()
+            .unwrap()
+    };
+    let first = b();
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("1/1 modules built (1 prebuilt"),
+        "{}",
+        stderr(&first)
+    );
+    assert!(
+        stderr(&first).contains("0 of 0 units compiled"),
+        "{}",
+        stderr(&first)
+    );
+    assert!(!b_tree.exists(), "no clone: not one git object fetched");
+    assert!(
+        !b_cache.join("hip").exists(),
+        "no unit compiled, no generator run"
+    );
+    assert_eq!(
+        files(&m.out("b")),
+        files(&m.out("a")),
+        "A's files, byte for byte"
+    );
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(m.out("b/manifest.json")).unwrap()).unwrap();
+    assert_eq!(record["modules"][0]["prebuilt"], true);
+    assert_eq!(server.requests("PUT"), 1, "B publishes nothing");
+
+    // Again: nothing fetched, nothing written.
+    let gets = server.requests("GET");
+    let before = mtimes(&m.out("b"));
+    tick();
+    let again = b();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("0 bytes fetched"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(server.requests("GET"), gets);
+    assert_nothing_written(&before, &m.out("b"));
+
+    // --verify: the prebuilt is what a build from source makes.
+    let verify = m
+        .qola("build", "c")
+        .args(["--prebuilt", &url, "--verify"])
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{}", stderr(&verify));
+    assert!(
+        stderr(&verify).contains("te_libmha_fwd: the prebuilt from")
+            && stderr(&verify).contains("is byte-identical to this build"),
+        "{}",
+        stderr(&verify)
+    );
+}
+
+/// `qola build --prebuilt url` from the prepared tree into a new output directory: it
+/// succeeds, from source, with one warning (returned), and leaves no staging directory.
+fn falls_back(m: &Machine, url: &str) -> String {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = format!(
+        "fallback-{}",
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let out = m
+        .qola("build", &dir)
+        .args(["--prebuilt", url])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("1/1 modules built, 0 failed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(m.out(&dir).join("lib/te_libmha_fwd.so").is_file());
+    let warnings = warnings(&out);
+    assert_eq!(warnings.len(), 1, "{}", stderr(&out));
+    let left: Vec<_> = std::fs::read_dir(m.out(&dir).join("_qola/prebuilt"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| !n.to_string_lossy().ends_with(".json"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    warnings[0].clone()
+}
+
+#[test]
+fn a_key_the_store_does_not_have_is_a_warning_and_a_build_from_source() {
+    let Some(m) = start() else { return };
+    let empty = m.tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let warning = falls_back(&m, &format!("file://{}", empty.display()));
+    assert!(
+        warning.contains("no prebuilt te_libmha_fwd at"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("none was published for this key"),
+        "{warning}"
+    );
+}
+
+#[test]
+fn a_server_that_is_down_is_a_warning_and_a_build_from_source() {
+    let Some(m) = start() else { return };
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let warning = falls_back(&m, &format!("http://127.0.0.1:{port}/prebuilt"));
+    assert!(warning.contains("not fetched from"), "{warning}");
+    assert!(warning.contains("check that the server is up"), "{warning}");
+}
+
+/// A server on loopback that answers every request with `answer` (`None`: accepts and never
+/// answers), until the test ends.
+fn canned_server(answer: Option<&'static str>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            match answer {
+                Some(answer) => {
+                    let mut buf = [0u8; 4096];
+                    let _ = stream.read(&mut buf);
+                    let _ = stream.write_all(answer.as_bytes());
+                }
+                None => held.push(stream),
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn a_server_that_does_not_answer_in_time_is_a_warning_and_a_build_from_source() {
+    let Some(m) = start() else { return };
+    let port = canned_server(None);
+    let out = m
+        .qola("build", "fallback")
+        .args(["--prebuilt", &format!("http://127.0.0.1:{port}/p")])
+        .env("QOLA_PREBUILT_TIMEOUT", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warnings = warnings(&out);
+    assert_eq!(warnings.len(), 1, "{}", stderr(&out));
+    assert!(
+        warnings[0].contains("no answer within the timeout"),
+        "{}",
+        warnings[0]
+    );
+}
+
+#[test]
+fn an_http_error_or_a_refusal_is_a_warning_that_says_which() {
+    let Some(m) = start() else { return };
+    let error = canned_server(Some(
+        "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    ));
+    let warning = falls_back(&m, &format!("http://127.0.0.1:{error}/p"));
+    assert!(warning.contains("GET answered HTTP 500"), "{warning}");
+    let refused = canned_server(Some(
+        "HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    ));
+    let warning = falls_back(&m, &format!("http://127.0.0.1:{refused}/p"));
+    assert!(
+        warning.contains("GET answered HTTP 403: the store refused"),
+        "{warning}"
+    );
+}
+
+/// The published archive of the file store, and where it is.
+fn published(m: &Machine) -> (PathBuf, Vec<u8>, String) {
+    let store = m.file_store();
+    let key = m.key();
+    let path = store.join("te_libmha_fwd").join(format!("{key}.tar.zst"));
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes, format!("file://{}", store.display()))
+}
+
+#[test]
+fn a_corrupt_archive_is_refused_and_the_module_built_from_source() {
+    let Some(m) = start() else { return };
+    let (path, mut bytes, url) = published(&m);
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let warning = falls_back(&m, &url);
+    assert!(warning.contains("refused:"), "{warning}");
+}
+
+#[test]
+fn a_truncated_archive_is_refused_and_the_module_built_from_source() {
+    let Some(m) = start() else { return };
+    let (path, bytes, url) = published(&m);
+    std::fs::write(&path, &bytes[..bytes.len() / 3]).unwrap();
+    let warning = falls_back(&m, &url);
+    assert!(
+        warning.contains("refused:") && warning.contains("truncated"),
+        "{warning}"
+    );
+}
+
+#[test]
+fn an_archive_of_another_key_is_refused_and_the_module_built_from_source() {
+    let Some(m) = start() else { return };
+    let (path, bytes, url) = published(&m);
+    // A whole, consistent archive whose index names another key, stored under this one.
+    let mut tar = tar::Archive::new(zstd::Decoder::new(&bytes[..]).unwrap());
+    let mut rebuilt = tar::Builder::new(zstd::Encoder::new(Vec::new(), 1).unwrap());
+    for entry in tar.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).unwrap();
+        let name = entry.path().unwrap().to_path_buf();
+        if name == Path::new("qola-prebuilt.json") {
+            let mut index: serde_json::Value = serde_json::from_slice(&data).unwrap();
+            index["key"] = "0".repeat(64).into();
+            data = serde_json::to_vec(&index).unwrap();
+        }
+        let mut header = entry.header().clone();
+        header.set_size(data.len() as u64);
+        header.set_cksum();
+        rebuilt.append(&header, &data[..]).unwrap();
+    }
+    std::fs::write(&path, rebuilt.into_inner().unwrap().finish().unwrap()).unwrap();
+    let warning = falls_back(&m, &url);
+    assert!(
+        warning.contains(&format!("holds the library of key {}", "0".repeat(64))),
+        "{warning}"
+    );
+}
+
+/// The published archive with one member more right after its index: `name` written raw into
+/// the header (as a hostile archive would), of `kind`, linking to `link`.
+fn with_member(bytes: &[u8], name: &str, kind: tar::EntryType, link: Option<&str>) -> Vec<u8> {
+    let mut tar = tar::Archive::new(zstd::Decoder::new(bytes).unwrap());
+    let mut rebuilt = tar::Builder::new(zstd::Encoder::new(Vec::new(), 1).unwrap());
+    let mut first = true;
+    for entry in tar.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).unwrap();
+        let header = entry.header().clone();
+        rebuilt.append(&header, &data[..]).unwrap();
+        if first {
+            // Right after the index: the hostile member.
+            first = false;
+            let mut header = tar::Header::new_old();
+            let raw = &mut header.as_old_mut().name;
+            raw[..name.len()].copy_from_slice(name.as_bytes());
+            header.set_entry_type(kind);
+            header.set_mode(0o644);
+            if let Some(link) = link {
+                header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+            }
+            let payload: &[u8] = if link.is_some() { b"" } else { b"evil" };
+            header.set_size(payload.len() as u64);
+            header.set_cksum();
+            rebuilt.append(&header, payload).unwrap();
+        }
+    }
+    rebuilt.into_inner().unwrap().finish().unwrap()
+}
+
+#[test]
+fn an_archive_member_that_leaves_the_output_directory_is_refused_and_nothing_is_written_there() {
+    let Some(m) = start() else { return };
+    let (path, bytes, url) = published(&m);
+    for (name, kind, link, says) in [
+        (
+            "../evil.so",
+            tar::EntryType::Regular,
+            None,
+            "leaves the output directory",
+        ),
+        (
+            "/tmp/qola-evil.so",
+            tar::EntryType::Regular,
+            None,
+            "leaves the output directory",
+        ),
+        (
+            "lib/link.so",
+            tar::EntryType::Symlink,
+            Some("/etc/passwd"),
+            "not a plain file",
+        ),
+    ] {
+        std::fs::write(&path, with_member(&bytes, name, kind, link)).unwrap();
+        let warning = falls_back(&m, &url);
+        assert!(warning.contains(says), "{name}: {warning}");
+        assert!(!m.out("evil.so").exists());
+        assert!(!Path::new("/tmp/qola-evil.so").exists());
+    }
+}

@@ -162,6 +162,29 @@ fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no
         .join("cache/prebuilt/te_libmha_fwd")
         .join(format!("{key}.tar.zst"));
     assert!(archive.is_file(), "{}", archive.display());
+    // Two publishers of the key at once: each uploads its own temporary name and moves it into
+    // place; one whole archive is left (machine B below unpacks and checks it).
+    let publishers: Vec<_> = ["p1", "p2"]
+        .map(|out| {
+            m.qola("build", out)
+                .args(["--publish", &url])
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .into_iter()
+        .collect();
+    for publisher in publishers {
+        let out = publisher.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert_eq!((server.requests("PUT"), server.requests("MOVE")), (3, 3));
+    let names: Vec<_> = std::fs::read_dir(archive.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, [archive.file_name().unwrap()], "no temporary left");
 
     // Machine B: an empty HOME, qola cache and output directory, and no checkout.
     let b_tree = m.tmp.path().join("b-aiter");
@@ -200,7 +223,7 @@ fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(m.out("b/manifest.json")).unwrap()).unwrap();
     assert_eq!(record["modules"][0]["prebuilt"], true);
-    assert_eq!(server.requests("PUT"), 1, "B publishes nothing");
+    assert_eq!(server.requests("PUT"), 3, "B publishes nothing");
 
     // Again: nothing fetched, nothing written.
     let gets = server.requests("GET");
@@ -477,4 +500,45 @@ fn an_archive_member_that_leaves_the_output_directory_is_refused_and_nothing_is_
         assert!(!m.out("evil.so").exists());
         assert!(!Path::new("/tmp/qola-evil.so").exists());
     }
+}
+
+/// QoLA's CMake functions as a TE-style project calls them (`examples/cmake-qola-functions`),
+/// with `QOLA_PREBUILT_URL`: the configure gets the published library through `qola build`,
+/// with no checkout and an empty qola cache.
+#[test]
+fn qolas_cmake_functions_get_a_published_library_with_no_checkout() {
+    let Some(m) = start() else { return };
+    let Some(cmake) = tool("cmake", "cmake") else {
+        return;
+    };
+    let store = m.file_store();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let build = m.tmp.path().join("cmake");
+    let mut configure = Command::new(cmake);
+    qola_tests::without_caller_env(&mut configure, &[], &["GPU_ARCHS"]);
+    configure
+        .arg("-S")
+        .arg(root.join("examples/cmake-qola-functions"))
+        .arg("-B")
+        .arg(&build)
+        .arg(format!("-DQOLA_DIR={}", root.join("python/qola").display()))
+        .arg(format!("-DQOLA_MANIFEST={}", m.manifest.display()))
+        .arg(format!("-DQOLA_PREBUILT_URL=file://{}", store.display()))
+        .arg(format!("-DCMAKE_CXX_COMPILER={}", m.hipcc.display()))
+        .env("HIPCC", &m.hipcc)
+        .env("QOLA_EXECUTABLE", common::qola_binary())
+        .env("QOLA_CACHE_DIR", m.tmp.path().join("empty-cache"))
+        .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
+    let said = qola_tests::run_ok(&mut configure);
+    assert!(said.contains("te_libmha_fwd.so"), "{said}");
+    assert!(said.contains("1 prebuilt"), "{said}");
+    assert!(
+        !build.join("qola/third_party/aiter").exists(),
+        "no checkout"
+    );
+    assert!(!m.tmp.path().join("empty-cache/checkouts").exists());
+    assert_eq!(
+        std::fs::read(build.join("qola/lib/te_libmha_fwd.so")).unwrap(),
+        std::fs::read(m.out("published/lib/te_libmha_fwd.so")).unwrap()
+    );
 }

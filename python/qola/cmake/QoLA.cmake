@@ -21,7 +21,9 @@
 # Python qola_find_python() finds (its scripts directory), else `qola` on PATH.
 # The environment's QOLA_AITER_SOURCE_DIR or NVTE_AITER_SOURCE_DIR (a tree to build as it is, no
 # checkout; the first set wins) and QOLA_PREBUILT_DIR_<GROUP> (a group's lib/ and include/ built
-# elsewhere) are honoured as QoLA honours them. As in QoLA, a manifest must hold exactly one
+# elsewhere) are honoured as QoLA honours them. qola's QOLA_PREBUILT_URL (a CMake variable or the
+# environment) makes qola_add_modules fetch each module by its library key (`qola build
+# --prebuilt`) before any checkout: the tree is prepared only for a module the store lacks. As in QoLA, a manifest must hold exactly one
 # `aiter_commit = "..."` line, and one configure checks a manifest's tree out once into one
 # directory (the global property QOLA_CHECKOUT_DONE_<commit>_<dir>): a second subproject with the
 # same manifest and directory takes the tree as the first left it.
@@ -188,7 +190,7 @@ endmacro()
 # OUT_LIB_DIR, OUT_LIBS (LIBS when given, checked to exist; else every .so) and OUT_CONFIG_DIR.
 function(qola_build_modules)
   cmake_parse_arguments(QBM ""
-    "GROUP;MANIFEST;BUILD_DIR;AITER_DIR;OUT_INCLUDE_DIR;OUT_LIB_DIR;OUT_LIBS;OUT_CONFIG_DIR"
+    "GROUP;MANIFEST;BUILD_DIR;AITER_DIR;PREPARE_FROM;OUT_INCLUDE_DIR;OUT_LIB_DIR;OUT_LIBS;OUT_CONFIG_DIR"
     "ARCHS;LIBS" ${ARGN})
   foreach(required GROUP BUILD_DIR)
     if(NOT QBM_${required})
@@ -203,8 +205,13 @@ function(qola_build_modules)
     if(NOT QBM_MANIFEST OR NOT QBM_AITER_DIR)
       message(FATAL_ERROR "[qola] qola_build_modules: MANIFEST and AITER_DIR are required (qola_checkout_aiter gives the tree)")
     endif()
-    if(NOT EXISTS "${QBM_AITER_DIR}/csrc/include")
+    if(QBM_PREPARE_FROM)
+      # Prebuilt by key from this store, else prepared and built here (no --skip-checkout).
+      set(source --prebuilt "${QBM_PREPARE_FROM}")
+    elseif(NOT EXISTS "${QBM_AITER_DIR}/csrc/include")
       message(FATAL_ERROR "[qola] ${QBM_AITER_DIR} is no AITER tree (no csrc/include): run qola_checkout_aiter first")
+    else()
+      set(source --skip-checkout)
     endif()
     set(archs)
     foreach(arch IN LISTS QBM_ARCHS)
@@ -212,7 +219,7 @@ function(qola_build_modules)
     endforeach()
     qola_run_cli("building group ${QBM_GROUP}"
       build --manifest "${QBM_MANIFEST}" --aiter-root "${QBM_AITER_DIR}"
-            --output-dir "${QBM_BUILD_DIR}" --group "${QBM_GROUP}" ${archs} --skip-checkout)
+            --output-dir "${QBM_BUILD_DIR}" --group "${QBM_GROUP}" ${archs} ${source})
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${QBM_MANIFEST}")
     set(root "${QBM_BUILD_DIR}")
   endif()
@@ -251,12 +258,22 @@ function(qola_add_modules)
   endforeach()
   qola_prebuilt_dir("${QAM_GROUP}" prebuilt)
   set(tree "${QAM_AITER_DIR}")
-  if(NOT prebuilt AND NOT tree)
+  set(store "${QOLA_PREBUILT_URL}")
+  if(NOT store)
+    set(store "$ENV{QOLA_PREBUILT_URL}")
+  endif()
+  set(prepare)
+  if(NOT prebuilt AND NOT tree AND store)
+    # A store of prebuilt libraries: `qola build` fetches each module by its key and prepares
+    # the tree only when one must be built here.
+    set(tree "${QAM_BUILD_DIR}/third_party/aiter")
+    set(prepare PREPARE_FROM "${store}")
+  elseif(NOT prebuilt AND NOT tree)
     qola_checkout_aiter(MANIFEST "${QAM_MANIFEST}"
       DEFAULT_DIR "${QAM_BUILD_DIR}/third_party/aiter" GROUPS "${QAM_GROUP}" OUT_DIR tree)
   endif()
   qola_build_modules(GROUP "${QAM_GROUP}" MANIFEST "${QAM_MANIFEST}" BUILD_DIR "${QAM_BUILD_DIR}"
-    AITER_DIR "${tree}" ARCHS ${QAM_ARCHS} LIBS ${QAM_LIBS}
+    AITER_DIR "${tree}" ARCHS ${QAM_ARCHS} LIBS ${QAM_LIBS} ${prepare}
     OUT_INCLUDE_DIR include_dir OUT_LIB_DIR lib_dir OUT_LIBS libs OUT_CONFIG_DIR config_dir)
   _qola_results(QAM)
   if(QAM_OUT_AITER_DIR)

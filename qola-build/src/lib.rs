@@ -96,6 +96,9 @@
 //! | `AITER_META_DIR` | [`aiter`]: when it names a directory with a `csrc`, AITER's sources, generators and hsa code objects are read from there (QoLA's resolver); a warning says so |
 //! | `AITER_CONFIG_<TABLE>` | [`aiter`]: the tuned table a recipe's `{AITER_CONFIG_<TABLE>_FILE}` names (`AITER_CONFIG_GEMM_A4W4`: the a4w4 blockscale's), as AITER's `core.py` reads it (default: the table `core.py` names in the tree); one file: a `:`-separated list, which AITER merges with pandas, is refused |
 //! | `HIP_KITTENS_DIR` | [`aiter`]: where a module's `third_party = ["HipKittens"]` is (default: the tree's `3rdparty/HipKittens`) |
+//! | `QOLA_PREBUILT_URL` | [`OutputBuild`] (`qola build --prebuilt`, over the manifest's `[qola] prebuilt`): the store each module's files are fetched from by its library key before any checkout (see [`aiter::prebuilt`]) |
+//! | `QOLA_PUBLISH_URL` | [`OutputBuild`] (`qola build --publish`): the store each module built here from a tree qola prepared is published to |
+//! | `QOLA_PREBUILT_TIMEOUT` | [`OutputBuild`]: seconds to wait for each answer of a prebuilt store (default 60) |
 //! | `QOLA_REGISTRY` | [`OutputBuild`] (`qola build --registry`): a registry in QoLA's format over qola's (see [`aiter::registry`]) |
 //! | `QOLA_AITER_KEEP_INLINE_ALL=1` | [`aiter`]: keep AITER's `-amdgpu-function-calls=false` with upstream clang ≥ 20 (minutes per instance instead of seconds) |
 //! | any name in a recipe's `os.environ.get(NAME, default)` | [`aiter`]: that recipe value, as AITER reads it |

@@ -6,7 +6,7 @@
 //! | `lib/<ns>_<md_name>.so` | one shared library per module; exports `qola::<ns>::*` only |
 //! | `include/` | `qola_common.h`, `qola_mha_fwd.h`, `qola_mha_bwd.h`, `qola_config.h` (namespace) |
 //! | `configs/` | AITER's tuning tables (`aiter/configs/*.csv`, `model_configs/`) |
-//! | `manifest.json` | per module: `md_name`, `success`, `error`, `so_path`, `duration_s`; a summary |
+//! | `manifest.json` | per module: `md_name`, `success`, `error`, `so_path`, `duration_s` (and `prebuilt: true` for a module fetched by its key); a summary |
 //! | `_qola/` | qola's work: generated code, embedded hsa headers, compile logs, link records |
 //!
 //! Incremental like the rest of qola: a build with nothing changed compiles nothing and writes no
@@ -18,6 +18,10 @@
 //! Which modules: every `[[modules]]` entry, or those of the groups `--group` /
 //! `QOLA_BUILD_GROUPS` name; a group whose `QOLA_PREBUILT_DIR_<GROUP>` is set is not built, its
 //! libraries are taken from that directory.
+//!
+//! With a prebuilt store (`--prebuilt`, see [`crate::aiter::prebuilt`]) each module's files are
+//! first asked for by its library key; the tree is prepared only when a module must be built
+//! here. With `--publish`, each module built here from a tree qola prepared is published.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

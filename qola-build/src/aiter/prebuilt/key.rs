@@ -155,7 +155,16 @@ impl KeyContext<'_> {
             ));
         }
         let compiler = match module.recipe.get("hip_clang_path").and_then(|v| v.as_str()) {
-            Some(dir) => self.toolchain.with_clang_dir(Path::new(dir))?.identity,
+            // A Python string literal, as the recipe evaluates it; an expression over the
+            // tree's paths cannot be evaluated without the tree.
+            Some(expr) => match python_literal(expr) {
+                Some(dir) => self.toolchain.with_clang_dir(Path::new(dir))?.identity,
+                None => {
+                    return none(format!(
+                        "hip_clang_path {expr} is an expression over the tree's paths: its clang is known only after a checkout"
+                    ));
+                }
+            },
             None => self.toolchain.identity.clone(),
         };
         let mut entry: BTreeMap<String, serde_json::Value> = module
@@ -203,6 +212,14 @@ impl KeyContext<'_> {
             interpreter: self.interpreter.to_string(),
         }))
     }
+}
+
+/// The text of a quoted Python string literal with no substitution (`'/opt/clang/bin'`).
+fn python_literal(expr: &str) -> Option<&str> {
+    let expr = expr.trim();
+    let quote = expr.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let inner = expr.strip_prefix(quote)?.strip_suffix(quote)?;
+    (!inner.contains(['\'', '"', '{', '\\'])).then_some(inner)
 }
 
 /// The environment that changes a module's flags or its generators' inputs (see

@@ -542,3 +542,55 @@ fn qolas_cmake_functions_get_a_published_library_with_no_checkout() {
         std::fs::read(m.out("published/lib/te_libmha_fwd.so")).unwrap()
     );
 }
+
+/// `--verify` against a whole, consistent archive whose library is not what the source builds:
+/// the module fails, naming the file.
+#[test]
+fn verify_names_the_files_a_prebuilt_has_that_a_build_from_source_does_not() {
+    let Some(m) = start() else { return };
+    let (path, bytes, url) = published(&m);
+    let mut tar = tar::Archive::new(zstd::Decoder::new(&bytes[..]).unwrap());
+    let mut members: Vec<(tar::Header, Vec<u8>)> = Vec::new();
+    for entry in tar.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).unwrap();
+        if entry.path().unwrap() == Path::new("lib/te_libmha_fwd.so") {
+            data.extend_from_slice(b"another build");
+        }
+        members.push((entry.header().clone(), data));
+    }
+    // The index agrees with the changed library: only a rebuild can tell.
+    let mut index: serde_json::Value = serde_json::from_slice(&members[0].1).unwrap();
+    for file in index["files"].as_array_mut().unwrap() {
+        if file["path"] == "lib/te_libmha_fwd.so" {
+            let data = &members
+                .iter()
+                .find(|(h, _)| h.path().unwrap() == Path::new("lib/te_libmha_fwd.so"))
+                .unwrap()
+                .1;
+            file["size"] = data.len().into();
+            file["blake3"] = blake3::hash(data).to_hex().to_string().into();
+        }
+    }
+    members[0].1 = serde_json::to_vec(&index).unwrap();
+    let mut rebuilt = tar::Builder::new(zstd::Encoder::new(Vec::new(), 1).unwrap());
+    for (mut header, data) in members {
+        header.set_size(data.len() as u64);
+        header.set_cksum();
+        rebuilt.append(&header, &data[..]).unwrap();
+    }
+    std::fs::write(&path, rebuilt.into_inner().unwrap().finish().unwrap()).unwrap();
+    let out = m
+        .qola("build", "verified")
+        .args(["--prebuilt", &url, "--verify"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("differs from this build in lib/te_libmha_fwd.so:"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAILED: te_libmha_fwd"));
+}

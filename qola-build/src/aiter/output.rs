@@ -594,6 +594,17 @@ impl OutputBuild {
             let built = match &arrivals[i] {
                 Some(Arrival::Fetched(bytes)) => {
                     prebuilt.push((s.md_name.clone(), *bytes));
+                    let key = keys[i].key().unwrap_or_default();
+                    eprintln!(
+                        "qola build: {}: prebuilt {} from {} ({}): nothing compiled, so no timings report",
+                        s.md_name,
+                        &key[..key.len().min(16)],
+                        stores.as_ref().and_then(Stores::fetch_url).unwrap_or_default(),
+                        match bytes {
+                            0 => "already in place, nothing fetched".to_string(),
+                            n => format!("{n} bytes fetched"),
+                        }
+                    );
                     Ok((0, 0))
                 }
                 _ => self.build_module(&env, &ctx, s).and_then(|(c, u)| {

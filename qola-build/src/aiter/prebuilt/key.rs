@@ -326,6 +326,10 @@ mod tests {
     }
 
     fn key_of(b: &Build) -> Option<String> {
+        library_key_of(b).key().map(String::from)
+    }
+
+    fn library_key_of(b: &Build) -> LibraryKey {
         let series = Series {
             dir: Some(b.series_dir.into()),
             bundled: false,
@@ -366,8 +370,6 @@ mod tests {
         };
         cx.key(&env, &module, b.mode, b.ck_filter.as_deref())
             .unwrap()
-            .key()
-            .map(String::from)
     }
 
     #[test]
@@ -411,6 +413,12 @@ mod tests {
             change(&mut b);
             assert_ne!(key_of(&b).as_ref(), Some(&base), "{what} is an input");
         }
+        // qola's recipe version: the same inputs from another qola are another key.
+        let LibraryKey::Key { mut inputs, .. } = library_key_of(&build()) else {
+            unreachable!("a key above");
+        };
+        inputs.recipe = format!("qola 0.1.0 recipe {}", RECIPE_VERSION + 1);
+        assert_ne!(LibraryKey::of(*inputs).key(), Some(base.as_str()));
         let places: &[(&str, Change)] = &[
             ("the series' directory", |b| b.series_dir = "/elsewhere/p"),
             ("the manifest's path", |b| b.manifest_path = "/b/te.toml"),

@@ -119,16 +119,26 @@ impl Remote {
         Ok((index, bytes.len()))
     }
 
-    /// Packs `files` (relative to `out_dir`) as the archive of `key` and stores it; records
-    /// them as that key's files. Returns the archive's size; `Err` is the warning to give.
+    /// Packs `files` (relative to `out_dir`) as the archive of `key` and stores it, unless the
+    /// store holds that key already. Returns the archive's size (`None`: held already); `Err`
+    /// is the warning to give.
     pub(crate) fn publish(
         &self,
         out_dir: &Path,
         md_name: &str,
         key: &str,
         files: &[String],
-    ) -> Result<usize, String> {
+    ) -> Result<Option<usize>, String> {
         let name = Self::name(md_name, key);
+        let held = self.store.holds(&name).map_err(|failure| {
+            format!(
+                "{md_name} not published to {}: {failure}",
+                self.store.locate(&name)
+            )
+        })?;
+        if held {
+            return Ok(None);
+        }
         let bytes = archive::pack(out_dir, files, key, md_name)
             .map_err(|e| format!("{md_name} not published: cannot pack it: {e}"))?;
         self.store.put(&name, &bytes).map_err(|failure| {
@@ -137,7 +147,7 @@ impl Remote {
                 self.store.locate(&name)
             )
         })?;
-        Ok(bytes.len())
+        Ok(Some(bytes.len()))
     }
 }
 

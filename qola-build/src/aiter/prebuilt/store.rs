@@ -116,6 +116,24 @@ impl Store {
         }
     }
 
+    /// Whether the store holds `name` (`HEAD`, or the file); `Err` when it cannot tell.
+    pub(crate) fn holds(&self, name: &str) -> Result<bool, Failure> {
+        match self {
+            Store::Dir(dir) => Ok(dir.join(name).is_file()),
+            Store::Http { base, agent } => {
+                let response = agent
+                    .head(format!("{base}/{name}"))
+                    .call()
+                    .map_err(no_answer)?;
+                match response.status().as_u16() {
+                    200 => Ok(true),
+                    404 | 410 => Ok(false),
+                    status => Err(status_failure("HEAD", status)),
+                }
+            }
+        }
+    }
+
     /// Stores `bytes` as `name`: a temporary name, then a move (see the module docs).
     pub(crate) fn put(&self, name: &str, bytes: &[u8]) -> Result<(), Failure> {
         let temporary = format!(

@@ -124,11 +124,19 @@ impl Stores {
         let Some(remote) = &self.publish else {
             return Ok(None);
         };
-        let bytes = remote.publish(out_dir, md_name, key, files)?;
-        Ok(Some(format!(
-            "{md_name}: published as {} ({bytes} bytes) to {}",
-            &key[..16],
-            remote.url
-        )))
+        Ok(Some(
+            match remote.publish(out_dir, md_name, key, files)? {
+                Some(bytes) => format!(
+                    "{md_name}: published as {} ({bytes} bytes) to {}",
+                    &key[..16],
+                    remote.url
+                ),
+                None => format!(
+                    "{md_name}: {} is published already at {}",
+                    &key[..16],
+                    remote.url
+                ),
+            },
+        ))
     }
 }

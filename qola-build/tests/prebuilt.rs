@@ -103,10 +103,12 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The warnings of a run, but that it waited for another test's use of the shared tree.
 fn warnings(out: &Output) -> Vec<String> {
     stderr(out)
         .lines()
         .filter(|l| l.starts_with("qola: warning:"))
+        .filter(|l| !l.starts_with("qola: warning: waiting for another qola preparation"))
         .map(String::from)
         .collect()
 }
@@ -600,4 +602,43 @@ fn verify_names_the_files_a_prebuilt_has_that_a_build_from_source_does_not() {
         stderr(&out)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("FAILED: te_libmha_fwd"));
+}
+
+/// A tree taken as it is (`--skip-checkout`: it may hold local edits) has no library key: the
+/// plan says why, and a build neither fetches nor publishes it.
+#[test]
+fn a_tree_taken_as_it_is_has_no_key_and_is_never_published() {
+    let Some(m) = start() else { return };
+    let plan = m
+        .qola("plan", "plan")
+        .args(["--skip-checkout", "--json"])
+        .output()
+        .unwrap();
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let key = &plan["modules"][0]["library_key"];
+    assert!(key.get("key").is_none(), "{key}");
+    assert!(
+        key["why"].as_str().unwrap().contains("--skip-checkout"),
+        "{key}"
+    );
+    let store = m.tmp.path().join("store");
+    let url = format!("file://{}", store.display());
+    let out = m
+        .qola("build", "as-it-is")
+        .args(["--skip-checkout", "--publish", &url])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = warnings(&out);
+    assert_eq!(
+        said[1..],
+        [format!(
+            "qola: warning: te_libmha_fwd: not published to {url}: no library key: {}",
+            key["why"].as_str().unwrap()
+        )],
+        "after the one line of QOLA_SKIP_PREPARE's: {said:?}"
+    );
+    assert!(said[0].contains("QOLA_SKIP_PREPARE=1: using"), "{said:?}");
+    assert!(!store.exists(), "nothing published");
 }

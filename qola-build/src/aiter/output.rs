@@ -366,12 +366,17 @@ impl OutputBuild {
         Ok(inputs)
     }
 
-    /// Prepares the tree (or takes it as it is): its root and warnings into `ctx`.
-    fn prepare_tree(&self, env: &Env, directives: &Directives, ctx: &mut Inputs) -> Result<()> {
+    /// Prepares the tree (or takes it as it is): its root into `ctx`. Returns the preparation's
+    /// warnings, which it has said already (through `directives`).
+    fn prepare_tree(
+        &self,
+        env: &Env,
+        directives: &Directives,
+        ctx: &mut Inputs,
+    ) -> Result<Vec<String>> {
         let prepared = ctx.prepare.prepare_with(&ctx.settings, env, directives)?;
         ctx.root = prepared.root;
-        ctx.warnings.splice(0..0, prepared.warnings);
-        Ok(())
+        Ok(prepared.warnings)
     }
 
     /// Each selected module's library key (see [`crate::aiter::prebuilt`]), computed without
@@ -548,6 +553,9 @@ impl OutputBuild {
                 if s.prebuilt.is_some() {
                     continue;
                 }
+                if stores.fetch_url().is_none() {
+                    continue;
+                }
                 *arrival = match key {
                     LibraryKey::Key { key, .. } => stores.arrive(&self.output_dir, &s.md_name, key),
                     LibraryKey::None { why } => Some(Arrival::Miss(format!(
@@ -569,6 +577,7 @@ impl OutputBuild {
         if needs_tree {
             self.prepare_tree(&env, &directives, &mut ctx)?;
         }
+        // The preparation said its own warnings; these are the compiler's.
         for warning in &ctx.warnings {
             eprintln!("qola: warning: {warning}");
         }
@@ -608,8 +617,20 @@ impl OutputBuild {
                     Ok((0, 0))
                 }
                 _ => self.build_module(&env, &ctx, s).and_then(|(c, u)| {
-                    let key = keys.get(i).and_then(LibraryKey::key);
-                    let (Some(stores), Some(key)) = (&stores, key) else {
+                    let key = match (&stores, keys.get(i)) {
+                        (Some(stores), Some(LibraryKey::Key { key, .. })) => Some((stores, key)),
+                        (Some(stores), Some(LibraryKey::None { why })) => {
+                            if let Some(url) = stores.publish_url() {
+                                eprintln!(
+                                    "qola: warning: {}: not published to {url}: no library key: {why}",
+                                    s.md_name
+                                );
+                            }
+                            None
+                        }
+                        _ => None,
+                    };
+                    let Some((stores, key)) = key else {
                         return Ok((c, u));
                     };
                     if let Some(Arrival::Staged(staged)) = &arrivals[i] {
@@ -721,8 +742,8 @@ impl OutputBuild {
         let mut ctx = self.inputs(&env, &directives)?;
         let selected = self.select(&env, &ctx)?;
         let keys = self.keys(&env, &ctx, &selected)?;
-        self.prepare_tree(&env, &directives, &mut ctx)?;
-        let mut warnings = ctx.warnings.clone();
+        let mut warnings = self.prepare_tree(&env, &directives, &mut ctx)?;
+        warnings.extend(ctx.warnings.iter().cloned());
         let mut plans = Vec::new();
         for (s, library_key) in selected.into_iter().zip(keys) {
             let lib = self.assemble(&env, &ctx, &s)?;

@@ -83,6 +83,11 @@ impl Stores {
         self.fetch.as_ref().map(|r| r.url.as_str())
     }
 
+    /// The store published to, when there is one.
+    pub(crate) fn publish_url(&self) -> Option<&str> {
+        self.publish.as_ref().map(|r| r.url.as_str())
+    }
+
     /// The module's prebuilt files of `key`, when there is a store to fetch from.
     pub(crate) fn arrive(&self, out_dir: &Path, md_name: &str, key: &str) -> Option<Arrival> {
         let remote = self.fetch.as_ref()?;

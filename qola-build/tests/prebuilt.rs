@@ -204,6 +204,7 @@ fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no
         m.qola_at("build", "b", &b_tree, &b_cache)
             .env("HOME", &b_home)
             .env("QOLA_PREBUILT_URL", &url)
+            .arg("--timings")
             .output()
             .unwrap()
     };
@@ -220,6 +221,15 @@ fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no
         stderr(&first)
     );
     assert!(!b_tree.exists(), "no clone: not one git object fetched");
+    // Its timings report says so.
+    let page = m.out("b/_qola/build/te_libmha_fwd/qola-timings-te_libmha_fwd.html");
+    assert!(
+        stderr(&first).contains(&format!("te_libmha_fwd: timings: {}", page.display())),
+        "{}",
+        stderr(&first)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("te_libmha_fwd: prebuilt "), "the report's summary line");
     assert!(
         !b_cache.join("hip").exists(),
         "no unit compiled, no generator run"

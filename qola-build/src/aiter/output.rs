@@ -548,8 +548,15 @@ impl OutputBuild {
         std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
         // Before any checkout: each module's files by its key, when a store has them.
         let mut arrivals: Vec<Option<Arrival>> = selected.iter().map(|_| None).collect();
+        let mut fetch_seconds = vec![0.0; selected.len()];
         if let Some(stores) = &stores {
-            for ((s, key), arrival) in selected.iter().zip(&keys).zip(&mut arrivals) {
+            for (((s, key), arrival), seconds) in selected
+                .iter()
+                .zip(&keys)
+                .zip(&mut arrivals)
+                .zip(&mut fetch_seconds)
+            {
+                let start = Instant::now();
                 if s.prebuilt.is_some() {
                     continue;
                 }
@@ -563,6 +570,7 @@ impl OutputBuild {
                         s.md_name
                     ))),
                 };
+                *seconds = start.elapsed().as_secs_f64();
                 if let Some(Arrival::Miss(why)) = arrival {
                     eprintln!("qola: warning: {why}; building it from source");
                 }
@@ -603,17 +611,7 @@ impl OutputBuild {
             let built = match &arrivals[i] {
                 Some(Arrival::Fetched(bytes)) => {
                     prebuilt.push((s.md_name.clone(), *bytes));
-                    let key = keys[i].key().unwrap_or_default();
-                    eprintln!(
-                        "qola build: {}: prebuilt {} from {} ({}): nothing compiled, so no timings report",
-                        s.md_name,
-                        &key[..key.len().min(16)],
-                        stores.as_ref().and_then(Stores::fetch_url).unwrap_or_default(),
-                        match bytes {
-                            0 => "already in place, nothing fetched".to_string(),
-                            n => format!("{n} bytes fetched"),
-                        }
-                    );
+                    self.say_prebuilt(&env, s, &keys[i], stores.as_ref(), *bytes, fetch_seconds[i])?;
                     Ok((0, 0))
                 }
                 _ => self.build_module(&env, &ctx, s).and_then(|(c, u)| {
@@ -703,6 +701,47 @@ impl OutputBuild {
             units,
             prebuilt,
         })
+    }
+
+    /// Says where a prebuilt module came from; with `--timings` (`QOLA_TIMINGS`) and something
+    /// fetched, writes its timings report (that line, the fetch's seconds, no job) where a
+    /// build's would be.
+    fn say_prebuilt(
+        &self,
+        env: &Env,
+        s: &Selected,
+        key: &LibraryKey,
+        stores: Option<&Stores>,
+        bytes: u64,
+        seconds: f64,
+    ) -> Result<()> {
+        let key = key.key().unwrap_or_default();
+        let line = format!(
+            "{}: prebuilt {} from {} ({}): nothing compiled",
+            s.md_name,
+            &key[..key.len().min(16)],
+            stores.and_then(Stores::fetch_url).unwrap_or_default(),
+            match bytes {
+                0 => "already in place, nothing fetched".to_string(),
+                n => format!("{n} bytes fetched in {seconds:.2} s"),
+            }
+        );
+        eprintln!("qola build: {line}");
+        let timings = Setting::argument(self.timings)
+            .environment(|| env.flag("QOLA_TIMINGS").map(Some))?
+            .value()
+            .unwrap_or(false);
+        if timings && bytes > 0 {
+            let dir = self.output_dir.join("_qola").join("build").join(&s.md_name);
+            match crate::compile::write_prebuilt_timings(&dir, &s.md_name, line, seconds) {
+                Ok(path) => eprintln!("qola build: {}: timings: {}", s.md_name, path.display()),
+                Err(e) => eprintln!(
+                    "qola: warning: cannot write the timings report in {}: {e}",
+                    dir.display()
+                ),
+            }
+        }
+        Ok(())
     }
 
     /// Builds one module's library; returns (units compiled, units).

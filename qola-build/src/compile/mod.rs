@@ -56,6 +56,7 @@ pub use launcher::LauncherHits;
 pub use launcher::farm::FarmReport;
 pub use report::{CompilePlan, CompileReport, PlannedUnit, UnitReport};
 pub(crate) use resolve::flag_variables;
+pub(crate) use timings::write_prebuilt as write_prebuilt_timings;
 use toolchain::HipToolchain;
 
 /// An incremental HIP library build (see the module docs).

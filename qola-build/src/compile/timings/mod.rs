@@ -185,6 +185,27 @@ impl Timeline {
     }
 }
 
+/// The report of a library that came prebuilt (`qola build --prebuilt`): its line, the
+/// seconds the fetch took, and no job. Written into `dir`; returns the HTML file.
+pub(crate) fn write_prebuilt(
+    dir: &Path,
+    library: &str,
+    summary: String,
+    seconds: f64,
+) -> Result<PathBuf, crate::common::io::IoError> {
+    Timeline::new(Inputs {
+        library,
+        summary,
+        wall: seconds,
+        jobs: 0,
+        jobs_reason: "prebuilt: fetched by its library key, nothing compiled",
+        memory: None,
+        units: Vec::new(),
+        spans: Vec::new(),
+    })
+    .write(dir)
+}
+
 /// The longest chain of jobs each waiting for the one before (what no number of slots could
 /// shorten): for each job, its finish were every job to start as soon as the jobs it waits for
 /// end; the chain ending at the latest. Jobs are listed in an order where each comes after the

@@ -229,7 +229,10 @@ fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no
         stderr(&first)
     );
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(html.contains("te_libmha_fwd: prebuilt "), "the report's summary line");
+    assert!(
+        html.contains("te_libmha_fwd: prebuilt "),
+        "the report's summary line"
+    );
     assert!(
         !b_cache.join("hip").exists(),
         "no unit compiled, no generator run"

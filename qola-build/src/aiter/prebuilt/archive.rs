@@ -40,6 +40,35 @@ pub(crate) struct IndexedFile {
     pub blake3: String,
 }
 
+impl Index {
+    /// The index of `files` (paths relative to `out_dir`) as the files of `key`, with their
+    /// bytes.
+    pub(crate) fn of(
+        out_dir: &Path,
+        files: &[String],
+        key: &str,
+        md_name: &str,
+    ) -> std::io::Result<(Index, Vec<Vec<u8>>)> {
+        let mut contents = Vec::new();
+        let mut index = Index {
+            format: super::key::FORMAT,
+            key: key.to_string(),
+            md_name: md_name.to_string(),
+            files: Vec::new(),
+        };
+        for path in files {
+            let bytes = std::fs::read(out_dir.join(path))?;
+            index.files.push(IndexedFile {
+                path: path.clone(),
+                size: bytes.len() as u64,
+                blake3: blake3::hash(&bytes).to_hex().to_string(),
+            });
+            contents.push(bytes);
+        }
+        Ok((index, contents))
+    }
+}
+
 /// Packs `files` (paths relative to `out_dir`) as the archive of `key`.
 pub(crate) fn pack(
     out_dir: &Path,
@@ -47,22 +76,7 @@ pub(crate) fn pack(
     key: &str,
     md_name: &str,
 ) -> std::io::Result<Vec<u8>> {
-    let mut contents = Vec::new();
-    let mut index = Index {
-        format: super::key::FORMAT,
-        key: key.to_string(),
-        md_name: md_name.to_string(),
-        files: Vec::new(),
-    };
-    for path in files {
-        let bytes = std::fs::read(out_dir.join(path))?;
-        index.files.push(IndexedFile {
-            path: path.clone(),
-            size: bytes.len() as u64,
-            blake3: blake3::hash(&bytes).to_hex().to_string(),
-        });
-        contents.push(bytes);
-    }
+    let (index, contents) = Index::of(out_dir, files, key, md_name)?;
     let encoder = zstd::Encoder::new(Vec::new(), 3)?;
     let mut tar = tar::Builder::new(encoder);
     let json = serde_json::to_vec_pretty(&index).expect("an index serializes");

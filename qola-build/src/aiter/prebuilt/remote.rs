@@ -158,20 +158,7 @@ pub(crate) fn record_files(
     key: &str,
     files: &[String],
 ) -> std::io::Result<()> {
-    let mut index = Index {
-        format: super::key::FORMAT,
-        key: key.to_string(),
-        md_name: md_name.to_string(),
-        files: Vec::new(),
-    };
-    for path in files {
-        let bytes = std::fs::read(out_dir.join(path))?;
-        index.files.push(archive::IndexedFile {
-            path: path.clone(),
-            size: bytes.len() as u64,
-            blake3: blake3::hash(&bytes).to_hex().to_string(),
-        });
-    }
+    let (index, _) = Index::of(out_dir, files, key, md_name)?;
     write_record(out_dir, md_name, &index)
 }
 

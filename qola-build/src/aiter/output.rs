@@ -547,61 +547,25 @@ impl OutputBuild {
         };
         std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
         // Before any checkout: each module's files by its key, when a store has them.
-        let mut arrivals: Vec<Option<Arrival>> = selected.iter().map(|_| None).collect();
-        let mut fetch_seconds = vec![0.0; selected.len()];
-        if let Some(stores) = &stores {
-            for (((s, key), arrival), seconds) in selected
-                .iter()
-                .zip(&keys)
-                .zip(&mut arrivals)
-                .zip(&mut fetch_seconds)
-            {
-                let start = Instant::now();
-                if s.prebuilt.is_some() {
-                    continue;
-                }
-                if stores.fetch_url().is_none() {
-                    continue;
-                }
-                *arrival = match key {
-                    LibraryKey::Key { key, .. } => stores.arrive(&self.output_dir, &s.md_name, key),
-                    LibraryKey::None { why } => Some(Arrival::Miss(format!(
-                        "{}: no library key: {why}",
-                        s.md_name
-                    ))),
-                };
-                *seconds = start.elapsed().as_secs_f64();
-                if let Some(Arrival::Miss(why)) = arrival {
-                    eprintln!("qola: warning: {why}; building it from source");
-                }
-            }
-        }
+        let (arrivals, fetch_seconds): (Vec<Option<Arrival>>, Vec<f64>) = match &stores {
+            Some(stores) => self.arrivals(stores, &selected, &keys),
+            None => selected.iter().map(|_| (None, 0.0)).unzip(),
+        };
         let fetched = |a: &Option<Arrival>| matches!(a, Some(Arrival::Fetched(_)));
         let needs_tree = selected
             .iter()
             .zip(&arrivals)
             .any(|(s, a)| s.prebuilt.is_none() && !fetched(a));
-        let mut module_files = Vec::new();
-        if needs_tree {
-            self.prepare_tree(&env, &directives, &mut ctx)?;
-        }
+        let shared_files = match needs_tree {
+            true => {
+                self.prepare_tree(&env, &directives, &mut ctx)?;
+                self.write_shared(&ctx)?
+            }
+            false => Vec::new(),
+        };
         // The preparation said its own warnings; these are the compiler's.
         for warning in &ctx.warnings {
             eprintln!("qola: warning: {warning}");
-        }
-        if needs_tree {
-            let api = CppApi::resolve(
-                &ctx.registry,
-                &ctx.root,
-                &self.output_dir.join("_qola").join("gen"),
-            )?;
-            api.write_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
-            module_files.extend(api.header_names().map(|name| format!("include/{name}")));
-            module_files.extend(copy_configs(
-                &ctx.root.join("aiter/configs"),
-                &self.output_dir.join("configs"),
-                "configs",
-            )?);
         }
         let mut modules = Vec::new();
         let (mut compiled, mut units) = (0, 0);
@@ -611,52 +575,21 @@ impl OutputBuild {
             let built = match &arrivals[i] {
                 Some(Arrival::Fetched(bytes)) => {
                     prebuilt.push((s.md_name.clone(), *bytes));
-                    self.say_prebuilt(&env, s, &keys[i], stores.as_ref(), *bytes, fetch_seconds[i])?;
+                    self.say_prebuilt(
+                        &env,
+                        s,
+                        &keys[i],
+                        stores.as_ref(),
+                        *bytes,
+                        fetch_seconds[i],
+                    )?;
                     Ok((0, 0))
                 }
-                _ => self.build_module(&env, &ctx, s).and_then(|(c, u)| {
-                    let key = match (&stores, keys.get(i)) {
-                        (Some(stores), Some(LibraryKey::Key { key, .. })) => Some((stores, key)),
-                        (Some(stores), Some(LibraryKey::None { why })) => {
-                            if let Some(url) = stores.publish_url() {
-                                eprintln!(
-                                    "qola: warning: {}: not published to {url}: no library key: {why}",
-                                    s.md_name
-                                );
-                            }
-                            None
-                        }
-                        _ => None,
-                    };
-                    let Some((stores, key)) = key else {
-                        return Ok((c, u));
-                    };
-                    if let Some(Arrival::Staged(staged)) = &arrivals[i] {
-                        let differ = staged.differences(&self.output_dir);
-                        if !differ.is_empty() {
-                            return Err(AiterError::InvalidOption {
-                                option: format!("--verify {}", staged.url),
-                                problem: format!(
-                                    "the prebuilt {} of key {key} differs from this build in {}: the builds are not reproducible, or the key misses an input; report it with both files",
-                                    s.md_name,
-                                    differ.join(", ")
-                                ),
-                            }
-                            .into());
-                        }
-                        eprintln!(
-                            "qola build: {}: the prebuilt from {} is byte-identical to this build",
-                            s.md_name, staged.url
-                        );
+                arrival => self.build_module(&env, &ctx, s).and_then(|counts| {
+                    if let (Some(stores), Some(key)) = (&stores, keys.get(i)) {
+                        self.settle(stores, s, key, arrival.as_ref(), &shared_files)?;
                     }
-                    let mut files = vec![format!("lib/{}.so", s.md_name)];
-                    files.extend(module_files.iter().cloned());
-                    match stores.built(&self.output_dir, &s.md_name, key, &files) {
-                        Ok(Some(line)) => eprintln!("qola build: {line}"),
-                        Ok(None) => {}
-                        Err(warning) => eprintln!("qola: warning: {warning}"),
-                    }
-                    Ok((c, u))
+                    Ok(counts)
                 }),
             };
             let duration_s = (start.elapsed().as_secs_f64() * 100.0).round() / 100.0;
@@ -701,6 +634,110 @@ impl OutputBuild {
             units,
             prebuilt,
         })
+    }
+
+    /// Writes what every module of the output directory shares, from the prepared tree: the
+    /// public headers and AITER's tuning tables. Returns their paths under the output
+    /// directory.
+    fn write_shared(&self, ctx: &Inputs) -> Result<Vec<String>> {
+        let api = CppApi::resolve(
+            &ctx.registry,
+            &ctx.root,
+            &self.output_dir.join("_qola").join("gen"),
+        )?;
+        api.write_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
+        let mut files: Vec<String> = api
+            .header_names()
+            .map(|name| format!("include/{name}"))
+            .collect();
+        files.extend(copy_configs(
+            &ctx.root.join("aiter/configs"),
+            &self.output_dir.join("configs"),
+            "configs",
+        )?);
+        Ok(files)
+    }
+
+    /// Asks `stores` for each selected module's files by its key (none for a module of a
+    /// prebuilt group, or without a store to fetch from): what arrived, and the seconds it took.
+    fn arrivals(
+        &self,
+        stores: &Stores,
+        selected: &[Selected],
+        keys: &[LibraryKey],
+    ) -> (Vec<Option<Arrival>>, Vec<f64>) {
+        selected
+            .iter()
+            .zip(keys)
+            .map(|(s, key)| {
+                if s.prebuilt.is_some() || stores.fetch_url().is_none() {
+                    return (None, 0.0);
+                }
+                let start = Instant::now();
+                let arrival = match key {
+                    LibraryKey::Key { key, .. } => stores.arrive(&self.output_dir, &s.md_name, key),
+                    LibraryKey::None { why } => Some(Arrival::Miss(format!(
+                        "{}: no library key: {why}",
+                        s.md_name
+                    ))),
+                };
+                if let Some(Arrival::Miss(why)) = &arrival {
+                    eprintln!("qola: warning: {why}; building it from source");
+                }
+                (arrival, start.elapsed().as_secs_f64())
+            })
+            .unzip()
+    }
+
+    /// After a module was built here: with `--verify`, its files against the prebuilt's (a
+    /// difference fails the module); then its files recorded as its key's, and published when
+    /// there is a store to publish to. A module without a key is not published, and says why.
+    fn settle(
+        &self,
+        stores: &Stores,
+        s: &Selected,
+        key: &LibraryKey,
+        arrival: Option<&Arrival>,
+        shared_files: &[String],
+    ) -> Result<()> {
+        let key = match key {
+            LibraryKey::Key { key, .. } => key,
+            LibraryKey::None { why } => {
+                if let Some(url) = stores.publish_url() {
+                    eprintln!(
+                        "qola: warning: {}: not published to {url}: no library key: {why}",
+                        s.md_name
+                    );
+                }
+                return Ok(());
+            }
+        };
+        if let Some(Arrival::Staged(staged)) = arrival {
+            let differ = staged.differences(&self.output_dir);
+            if !differ.is_empty() {
+                return Err(AiterError::InvalidOption {
+                    option: format!("--verify {}", staged.url),
+                    problem: format!(
+                        "the prebuilt {} of key {key} differs from this build in {}: the builds are not reproducible, or the key misses an input; report it with both files",
+                        s.md_name,
+                        differ.join(", ")
+                    ),
+                }
+                .into());
+            }
+            eprintln!(
+                "qola build: {}: the prebuilt from {} is byte-identical to this build",
+                s.md_name, staged.url
+            );
+        }
+        let mut files = vec![format!("lib/{}.so", s.md_name)];
+        files.extend(shared_files.iter().cloned());
+        match stores.built(&self.output_dir, &s.md_name, key, &files) {
+            Ok(Some(line)) => eprintln!("qola build: {line}"),
+            Ok(None) => {}
+            Err(warning) => eprintln!("qola: warning: {warning}"),
+        }
+        Ok(())
     }
 
     /// Says where a prebuilt module came from; with `--timings` (`QOLA_TIMINGS`) and something

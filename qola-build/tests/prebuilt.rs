@@ -526,7 +526,8 @@ fn an_archive_member_that_leaves_the_output_directory_is_refused_and_nothing_is_
 
 /// QoLA's CMake functions as a TE-style project calls them (`examples/cmake-qola-functions`),
 /// with `QOLA_PREBUILT_URL`: the configure gets the published library through `qola build`,
-/// with no checkout and an empty qola cache.
+/// with no checkout and an empty qola cache, and the project's program (which includes AITER's
+/// and composable_kernel's headers through QoLA's) compiles against `aiter-headers/` and links.
 #[test]
 fn qolas_cmake_functions_get_a_published_library_with_no_checkout() {
     let Some(m) = start() else { return };
@@ -562,6 +563,14 @@ fn qolas_cmake_functions_get_a_published_library_with_no_checkout() {
     assert_eq!(
         std::fs::read(build.join("qola/lib/te_libmha_fwd.so")).unwrap(),
         std::fs::read(m.out("published/lib/te_libmha_fwd.so")).unwrap()
+    );
+    let mut compile = Command::new(tool("cmake", "cmake").unwrap());
+    qola_tests::without_caller_env(&mut compile, &[], &["GPU_ARCHS"]);
+    qola_tests::run_ok(compile.arg("--build").arg(&build));
+    assert!(build.join("call_mha_fwd").is_file());
+    assert!(
+        !build.join("qola/third_party/aiter").exists(),
+        "still no checkout"
     );
 }
 

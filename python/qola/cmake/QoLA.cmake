@@ -23,7 +23,9 @@
 # checkout; the first set wins) and QOLA_PREBUILT_DIR_<GROUP> (a group's lib/ and include/ built
 # elsewhere) are honoured as QoLA honours them. qola's QOLA_PREBUILT_URL (a CMake variable or the
 # environment) makes qola_add_modules fetch each module by its library key (`qola build
-# --prebuilt`) before any checkout: the tree is prepared only for a module the store lacks. As in QoLA, a manifest must hold exactly one
+# --prebuilt`) before any checkout: the tree is prepared only for a module the store lacks;
+# when none is, OUT_AITER_DIR is BUILD_DIR/aiter-headers (the AITER and composable_kernel headers
+# the public headers include, at their paths in the tree). As in QoLA, a manifest must hold exactly one
 # `aiter_commit = "..."` line, and one configure checks a manifest's tree out once into one
 # directory (the global property QOLA_CHECKOUT_DONE_<commit>_<dir>): a second subproject with the
 # same manifest and directory takes the tree as the first left it.
@@ -276,6 +278,11 @@ function(qola_add_modules)
     AITER_DIR "${tree}" ARCHS ${QAM_ARCHS} LIBS ${QAM_LIBS} ${prepare}
     OUT_INCLUDE_DIR include_dir OUT_LIB_DIR lib_dir OUT_LIBS libs OUT_CONFIG_DIR config_dir)
   _qola_results(QAM)
+  if(prepare AND NOT EXISTS "${tree}/csrc/include")
+    # Every module came prebuilt: no checkout, and the headers to compile against are the
+    # header-only tree `qola build` writes.
+    set(tree "${QAM_BUILD_DIR}/aiter-headers")
+  endif()
   if(QAM_OUT_AITER_DIR)
     set(${QAM_OUT_AITER_DIR} "${tree}" PARENT_SCOPE)
   endif()

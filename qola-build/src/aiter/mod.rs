@@ -42,6 +42,7 @@ pub mod prebuilt;
 mod recipe;
 pub mod registry;
 mod third_party;
+mod tree_headers;
 
 pub use api_generation::{
     ApiGeneration, ForwardExtra, TreeApi, detect as detect_api_generation, read_api,

@@ -6,6 +6,7 @@
 //! | `lib/<ns>_<md_name>.so` | one shared library per module; exports `qola::<ns>::*` only |
 //! | `include/` | `qola_common.h`, `qola_mha_fwd.h`, `qola_mha_bwd.h`, `qola_config.h` (namespace) |
 //! | `configs/` | AITER's tuning tables (`aiter/configs/*.csv`, `model_configs/`) |
+//! | `aiter-headers/` | the AITER and composable_kernel headers the public headers include, at their paths in the tree (see `tree_headers`): compile against the libraries without a checkout |
 //! | `manifest.json` | per module: `md_name`, `success`, `error`, `so_path`, `duration_s` (and `prebuilt: true` for a module fetched by its key); a summary |
 //! | `_qola/` | qola's work: generated code, embedded hsa headers, compile logs, link records |
 //!
@@ -637,7 +638,7 @@ impl OutputBuild {
     }
 
     /// Writes what every module of the output directory shares, from the prepared tree: the
-    /// public headers and AITER's tuning tables. Returns their paths under the output
+    /// public headers, the tree's headers they include and AITER's tuning tables. Returns their paths under the output
     /// directory.
     fn write_shared(&self, ctx: &Inputs) -> Result<Vec<String>> {
         let api = CppApi::resolve(
@@ -650,6 +651,11 @@ impl OutputBuild {
             .header_names()
             .map(|name| format!("include/{name}"))
             .collect();
+        files.extend(crate::aiter::tree_headers::copy(
+            &api.headers,
+            &ctx.root,
+            &self.output_dir,
+        )?);
         files.extend(copy_configs(
             &ctx.root.join("aiter/configs"),
             &self.output_dir.join("configs"),

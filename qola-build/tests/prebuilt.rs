@@ -129,7 +129,7 @@ fn files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     let mut out = Default::default();
-    for sub in ["lib", "include", "configs"] {
+    for sub in ["lib", "include", "configs", "aiter-headers"] {
         walk(dir, &dir.join(sub), &mut out);
     }
     out
@@ -242,6 +242,7 @@ fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no
         files(&m.out("a")),
         "A's files, byte for byte"
     );
+    assert!(m.out("b/aiter-headers/csrc/include/mha_fwd.h").is_file());
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(m.out("b/manifest.json")).unwrap()).unwrap();
     assert_eq!(record["modules"][0]["prebuilt"], true);
@@ -435,24 +436,11 @@ fn an_archive_of_another_key_is_refused_and_the_module_built_from_source() {
     let Some(m) = start() else { return };
     let (path, bytes, url) = published(&m);
     // A whole, consistent archive whose index names another key, stored under this one.
-    let mut tar = tar::Archive::new(zstd::Decoder::new(&bytes[..]).unwrap());
-    let mut rebuilt = tar::Builder::new(zstd::Encoder::new(Vec::new(), 1).unwrap());
-    for entry in tar.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        let mut data = Vec::new();
-        entry.read_to_end(&mut data).unwrap();
-        let name = entry.path().unwrap().to_path_buf();
-        if name == Path::new("qola-prebuilt.json") {
-            let mut index: serde_json::Value = serde_json::from_slice(&data).unwrap();
-            index["key"] = "0".repeat(64).into();
-            data = serde_json::to_vec(&index).unwrap();
-        }
-        let mut header = entry.header().clone();
-        header.set_size(data.len() as u64);
-        header.set_cksum();
-        rebuilt.append(&header, &data[..]).unwrap();
-    }
-    std::fs::write(&path, rebuilt.into_inner().unwrap().finish().unwrap()).unwrap();
+    let mut all = members(&bytes);
+    let mut index: serde_json::Value = serde_json::from_slice(&all[0].2).unwrap();
+    index["key"] = "0".repeat(64).into();
+    all[0].2 = serde_json::to_vec(&index).unwrap();
+    std::fs::write(&path, repack(all, None)).unwrap();
     let warning = falls_back(&m, &url);
     assert!(
         warning.contains(&format!("holds the library of key {}", "0".repeat(64))),
@@ -460,36 +448,57 @@ fn an_archive_of_another_key_is_refused_and_the_module_built_from_source() {
     );
 }
 
-/// The published archive with one member more right after its index: `name` written raw into
-/// the header (as a hostile archive would), of `kind`, linking to `link`.
-fn with_member(bytes: &[u8], name: &str, kind: tar::EntryType, link: Option<&str>) -> Vec<u8> {
-    let mut tar = tar::Archive::new(zstd::Decoder::new(bytes).unwrap());
+/// The members of an archive: each path, header and bytes.
+fn members(archive: &[u8]) -> Vec<(PathBuf, tar::Header, Vec<u8>)> {
+    let mut tar = tar::Archive::new(zstd::Decoder::new(archive).unwrap());
+    tar.entries()
+        .unwrap()
+        .map(|entry| {
+            let mut entry = entry.unwrap();
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data).unwrap();
+            (
+                entry.path().unwrap().to_path_buf(),
+                entry.header().clone(),
+                data,
+            )
+        })
+        .collect()
+}
+
+/// An archive of `members` (long paths written as tar writes them, sizes and checksums made
+/// right), with `raw` (a header written as it is, and its payload) right after the first.
+fn repack(
+    members: Vec<(PathBuf, tar::Header, Vec<u8>)>,
+    raw: Option<(tar::Header, &[u8])>,
+) -> Vec<u8> {
     let mut rebuilt = tar::Builder::new(zstd::Encoder::new(Vec::new(), 1).unwrap());
-    let mut first = true;
-    for entry in tar.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        let mut data = Vec::new();
-        entry.read_to_end(&mut data).unwrap();
-        let header = entry.header().clone();
-        rebuilt.append(&header, &data[..]).unwrap();
-        if first {
-            // Right after the index: the hostile member.
-            first = false;
-            let mut header = tar::Header::new_old();
-            let raw = &mut header.as_old_mut().name;
-            raw[..name.len()].copy_from_slice(name.as_bytes());
-            header.set_entry_type(kind);
-            header.set_mode(0o644);
-            if let Some(link) = link {
-                header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
-            }
-            let payload: &[u8] = if link.is_some() { b"" } else { b"evil" };
-            header.set_size(payload.len() as u64);
-            header.set_cksum();
-            rebuilt.append(&header, payload).unwrap();
+    for (i, (path, mut header, data)) in members.into_iter().enumerate() {
+        header.set_size(data.len() as u64);
+        rebuilt.append_data(&mut header, &path, &data[..]).unwrap();
+        if i == 0
+            && let Some((header, payload)) = &raw
+        {
+            rebuilt.append(header, *payload).unwrap();
         }
     }
     rebuilt.into_inner().unwrap().finish().unwrap()
+}
+
+/// The published archive with one member more right after its index: `name` written raw into
+/// the header (as a hostile archive would), of `kind`, linking to `link`.
+fn with_member(bytes: &[u8], name: &str, kind: tar::EntryType, link: Option<&str>) -> Vec<u8> {
+    let mut header = tar::Header::new_old();
+    header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+    header.set_entry_type(kind);
+    header.set_mode(0o644);
+    if let Some(link) = link {
+        header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+    }
+    let payload: &[u8] = if link.is_some() { b"" } else { b"evil" };
+    header.set_size(payload.len() as u64);
+    header.set_cksum();
+    repack(members(bytes), Some((header, payload)))
 }
 
 #[test]
@@ -580,38 +589,24 @@ fn qolas_cmake_functions_get_a_published_library_with_no_checkout() {
 fn verify_names_the_files_a_prebuilt_has_that_a_build_from_source_does_not() {
     let Some(m) = start() else { return };
     let (path, bytes, url) = published(&m);
-    let mut tar = tar::Archive::new(zstd::Decoder::new(&bytes[..]).unwrap());
-    let mut members: Vec<(tar::Header, Vec<u8>)> = Vec::new();
-    for entry in tar.entries().unwrap() {
-        let mut entry = entry.unwrap();
-        let mut data = Vec::new();
-        entry.read_to_end(&mut data).unwrap();
-        if entry.path().unwrap() == Path::new("lib/te_libmha_fwd.so") {
-            data.extend_from_slice(b"another build");
-        }
-        members.push((entry.header().clone(), data));
-    }
+    let library = Path::new("lib/te_libmha_fwd.so");
+    let mut all = members(&bytes);
+    let changed = all.iter_mut().find(|(p, _, _)| p == library).unwrap();
+    changed.2.extend_from_slice(b"another build");
+    let (size, digest) = (
+        changed.2.len(),
+        blake3::hash(&changed.2).to_hex().to_string(),
+    );
     // The index agrees with the changed library: only a rebuild can tell.
-    let mut index: serde_json::Value = serde_json::from_slice(&members[0].1).unwrap();
+    let mut index: serde_json::Value = serde_json::from_slice(&all[0].2).unwrap();
     for file in index["files"].as_array_mut().unwrap() {
         if file["path"] == "lib/te_libmha_fwd.so" {
-            let data = &members
-                .iter()
-                .find(|(h, _)| h.path().unwrap() == Path::new("lib/te_libmha_fwd.so"))
-                .unwrap()
-                .1;
-            file["size"] = data.len().into();
-            file["blake3"] = blake3::hash(data).to_hex().to_string().into();
+            file["size"] = size.into();
+            file["blake3"] = digest.clone().into();
         }
     }
-    members[0].1 = serde_json::to_vec(&index).unwrap();
-    let mut rebuilt = tar::Builder::new(zstd::Encoder::new(Vec::new(), 1).unwrap());
-    for (mut header, data) in members {
-        header.set_size(data.len() as u64);
-        header.set_cksum();
-        rebuilt.append(&header, &data[..]).unwrap();
-    }
-    std::fs::write(&path, rebuilt.into_inner().unwrap().finish().unwrap()).unwrap();
+    all[0].2 = serde_json::to_vec(&index).unwrap();
+    std::fs::write(&path, repack(all, None)).unwrap();
     let out = m
         .qola("build", "verified")
         .args(["--prebuilt", &url, "--verify"])

@@ -565,20 +565,28 @@ fn a_missing_compiler_says_where_it_looked_and_how_to_install_one() {
     }
 }
 
+/// In a child test process: the demo project created under `QOLA_TEST_DIR`, built for gfx90a
+/// into `<dir>/<out>` with the cache `<dir>/cache`.
+fn child_demo_build(out: &str) -> HipBuild {
+    let dir = PathBuf::from(std::env::var_os("QOLA_TEST_DIR").unwrap());
+    let project = HipProject::create(&dir.join("src"));
+    let mut build = HipBuild::new();
+    build
+        .files(&project.sources)
+        .include(&project.include)
+        .arch("gfx90a")
+        .cache_dir(dir.join("cache"))
+        .out_dir(dir.join(out))
+        .cargo_metadata(false);
+    build
+}
+
 /// `HIPCC` relative to the caller's directory (`./hipcc`): the compiles run elsewhere (in the
 /// build's links directory), and still find it.
 #[test]
 fn a_relative_hipcc_is_the_callers() {
     if common::is_child() {
-        let dir = PathBuf::from(std::env::var_os("QOLA_TEST_DIR").unwrap());
-        let project = HipProject::create(&dir.join("src"));
-        HipBuild::new()
-            .files(&project.sources)
-            .include(&project.include)
-            .arch("gfx90a")
-            .cache_dir(dir.join("cache"))
-            .out_dir(dir.join("out"))
-            .cargo_metadata(false)
+        child_demo_build("out")
             .try_compile("demo")
             .unwrap_or_else(|e| panic!("{e}"));
         return;
@@ -602,16 +610,8 @@ fn a_relative_hipcc_is_the_callers() {
 #[test]
 fn a_killed_build_leaves_no_corrupt_entry() {
     if common::is_child() {
-        let dir = PathBuf::from(std::env::var_os("QOLA_TEST_DIR").unwrap());
-        let project = HipProject::create(&dir.join("src"));
-        HipBuild::new()
-            .files(&project.sources)
-            .include(&project.include)
-            .arch("gfx90a")
-            .cache_dir(dir.join("cache"))
-            .out_dir(dir.join("out-child"))
+        child_demo_build("out-child")
             .jobs(1)
-            .cargo_metadata(false)
             .try_compile("demo")
             .unwrap();
         return;

@@ -509,16 +509,9 @@ impl OutputBuild {
         let publish = Setting::argument(self.publish.clone())
             .environment(|| env.var("QOLA_PUBLISH_URL"))?
             .value();
-        let timeout = match env.var("QOLA_PREBUILT_TIMEOUT")? {
-            None => 60,
-            Some(v) => v.parse::<u64>().ok().filter(|s| *s > 0).ok_or_else(|| {
-                crate::build_script::EnvError {
-                    name: "QOLA_PREBUILT_TIMEOUT".to_string(),
-                    value: v.clone(),
-                    expected: "a number of seconds above 0".to_string(),
-                }
-            })?,
-        };
+        let timeout = env
+            .parsed::<std::num::NonZeroU64>("QOLA_PREBUILT_TIMEOUT", "a number of seconds above 0")?
+            .map_or(60, u64::from);
         Stores::open(
             fetch.as_deref(),
             publish.as_deref(),

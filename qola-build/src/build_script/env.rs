@@ -64,6 +64,23 @@ impl<'a> Env<'a> {
         }
     }
 
+    /// The variable parsed as a `T` (surrounding spaces ignored); a value that does not parse
+    /// is an error saying what was `expected`.
+    pub(crate) fn parsed<T: std::str::FromStr>(
+        &self,
+        name: &str,
+        expected: &str,
+    ) -> Result<Option<T>, EnvError> {
+        let Some(value) = self.var(name)? else {
+            return Ok(None);
+        };
+        value.trim().parse().map(Some).map_err(|_| EnvError {
+            name: name.to_string(),
+            value,
+            expected: expected.to_string(),
+        })
+    }
+
     /// A boolean switch: `1`, `true`, `yes`, `on` set it; `0`, `false`, `no`, `off` or unset
     /// clear it; anything else is an error.
     pub(crate) fn flag(&self, name: &str) -> Result<bool, EnvError> {
@@ -105,6 +122,30 @@ fn read(name: &str) -> Option<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_that_does_not_parse_names_the_variable_and_what_was_expected() {
+        let directives = Directives::new(false);
+        let env = Env::new(&directives);
+        // SAFETY: a name no other test reads.
+        unsafe { std::env::set_var("QOLA_TEST_PARSED_NUMBER", " 0 ") };
+        assert_eq!(
+            env.parsed::<u64>("QOLA_TEST_PARSED_NUMBER", "seconds")
+                .unwrap(),
+            Some(0)
+        );
+        let e = env
+            .parsed::<std::num::NonZeroU64>("QOLA_TEST_PARSED_NUMBER", "a number above 0")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "environment variable QOLA_TEST_PARSED_NUMBER=\" 0 \" is not valid: expected a number above 0; unset it or fix its value"
+        );
+        assert_eq!(
+            env.parsed::<u64>("QOLA_SURELY_UNSET_NUMBER", "x").unwrap(),
+            None
+        );
+    }
 
     #[test]
     fn every_read_is_announced_to_cargo_but_path() {

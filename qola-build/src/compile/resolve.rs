@@ -107,16 +107,12 @@ impl Resolved {
                     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
                     (n, format!("{n} CPUs"))
                 });
-        let env_memory = match env.var("QOLA_JOB_MEMORY_MB")? {
-            Some(mb) => Some(
-                mb.trim().parse::<u64>().map_err(|_| EnvError {
-                    name: "QOLA_JOB_MEMORY_MB".to_string(),
-                    value: mb.clone(),
-                    expected: "a whole number of megabytes, e.g. 1024".to_string(),
-                })? << 20,
-            ),
-            None => None,
-        };
+        let env_memory = env
+            .parsed::<u64>(
+                "QOLA_JOB_MEMORY_MB",
+                "a whole number of megabytes, e.g. 1024",
+            )?
+            .map(|mb| mb << 20);
         let max_cache_size = match build.max_cache_size {
             Some(bytes) => bytes,
             None => crate::compile::max_cache_size(env, &cache)?,

@@ -69,17 +69,19 @@ impl Index {
     }
 }
 
-/// Packs `files` (paths relative to `out_dir`) as the archive of `key`.
-pub(crate) fn pack(
-    out_dir: &Path,
-    files: &[String],
-    key: &str,
-    md_name: &str,
-) -> std::io::Result<Vec<u8>> {
-    let (index, contents) = Index::of(out_dir, files, key, md_name)?;
+impl IndexedFile {
+    /// Whether `out_dir` holds this file with these bytes.
+    pub(crate) fn is_in(&self, out_dir: &Path) -> bool {
+        std::fs::read(out_dir.join(&self.path))
+            .is_ok_and(|bytes| blake3::hash(&bytes).to_hex().as_str() == self.blake3)
+    }
+}
+
+/// Packs the files of `index`, with their `contents` ([`Index::of`]), as its archive.
+pub(crate) fn pack(index: &Index, contents: &[Vec<u8>]) -> std::io::Result<Vec<u8>> {
     let encoder = zstd::Encoder::new(Vec::new(), 3)?;
     let mut tar = tar::Builder::new(encoder);
-    let json = serde_json::to_vec_pretty(&index).expect("an index serializes");
+    let json = serde_json::to_vec_pretty(index).expect("an index serializes");
     let mut append = |name: &str, bytes: &[u8], mode: u32| {
         let mut header = tar::Header::new_gnu();
         header.set_size(bytes.len() as u64);
@@ -89,7 +91,7 @@ pub(crate) fn pack(
         tar.append_data(&mut header, name, bytes)
     };
     append(INDEX, &json, 0o644)?;
-    for (file, bytes) in index.files.iter().zip(&contents) {
+    for (file, bytes) in index.files.iter().zip(contents) {
         let mode = if file.path.ends_with(".so") {
             0o755
         } else {
@@ -211,7 +213,9 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(out.path().join("lib")).unwrap();
         std::fs::write(out.path().join("lib/x.so"), b"library").unwrap();
-        let archive = pack(out.path(), &["lib/x.so".to_string()], "k1", "x").unwrap();
+        let (index, contents) =
+            Index::of(out.path(), &["lib/x.so".to_string()], "k1", "x").unwrap();
+        let archive = pack(&index, &contents).unwrap();
         let staging = tempfile::tempdir().unwrap();
         let index = unpack(&archive, "k1", staging.path()).unwrap();
         assert_eq!(index.files.len(), 1);

@@ -28,8 +28,27 @@ pub(crate) enum Fetched {
     Miss(String),
 }
 
-/// Removes a staging directory when dropped (a fetch leaves nothing half-unpacked).
-struct Staging(PathBuf);
+/// A staging directory under the output directory, removed when dropped (a fetch or a
+/// check leaves nothing half-unpacked).
+#[derive(Debug)]
+pub(crate) struct Staging(PathBuf);
+
+impl Staging {
+    /// `<out_dir>/_qola/prebuilt/<what>-<pid>` (not created).
+    pub(crate) fn new(out_dir: &Path, what: &str) -> Staging {
+        Staging(
+            out_dir
+                .join("_qola")
+                .join("prebuilt")
+                .join(format!("{what}-{}", std::process::id())),
+        )
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
 
 impl Drop for Staging {
     fn drop(&mut self) {
@@ -65,25 +84,20 @@ impl Remote {
         if files_match(out_dir, md_name, key) {
             return Fetched::Hit { bytes: 0 };
         }
-        let staging = Staging(
-            out_dir
-                .join("_qola")
-                .join("prebuilt")
-                .join(format!("staging-{}", std::process::id())),
-        );
-        let (index, bytes) = match self.checked(md_name, key, &staging.0) {
+        let staging = Staging::new(out_dir, "staging");
+        let (index, bytes) = match self.checked(md_name, key, staging.path()) {
             Ok(fetched) => fetched,
             Err(why) => return Fetched::Miss(why),
         };
         for file in &index.files {
-            let to = out_dir.join(&file.path);
-            if std::fs::read(&to).is_ok_and(|b| blake3::hash(&b).to_hex().as_str() == file.blake3) {
+            if file.is_in(out_dir) {
                 continue;
             }
+            let to = out_dir.join(&file.path);
             let moved = to
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::rename(staging.0.join(&file.path), &to));
+                .and_then(|()| std::fs::rename(staging.path().join(&file.path), &to));
             if let Err(e) = moved {
                 return Fetched::Miss(format!(
                     "cannot put {} in place: {e}; the files before it are the archive's, the rest are as they were",
@@ -119,50 +133,34 @@ impl Remote {
         Ok((index, bytes.len()))
     }
 
-    /// Packs `files` (relative to `out_dir`) as the archive of `key` and stores it, unless the
-    /// store holds that key already. Returns the archive's size (`None`: held already); `Err`
-    /// is the warning to give.
+    /// Packs the files of `index` (with their `contents`, [`Index::of`]) as its archive and
+    /// stores it, unless the store holds that key already. Returns the archive's size (`None`:
+    /// held already); `Err` is the warning to give.
     pub(crate) fn publish(
         &self,
-        out_dir: &Path,
-        md_name: &str,
-        key: &str,
-        files: &[String],
+        index: &Index,
+        contents: &[Vec<u8>],
     ) -> Result<Option<usize>, String> {
-        let name = Self::name(md_name, key);
-        let held = self.store.holds(&name).map_err(|failure| {
+        let (md_name, name) = (&index.md_name, Self::name(&index.md_name, &index.key));
+        let not_published = |failure: Failure| {
             format!(
                 "{md_name} not published to {}: {failure}",
                 self.store.locate(&name)
             )
-        })?;
-        if held {
+        };
+        if self.store.holds(&name).map_err(not_published)? {
             return Ok(None);
         }
-        let bytes = archive::pack(out_dir, files, key, md_name)
+        let bytes = archive::pack(index, contents)
             .map_err(|e| format!("{md_name} not published: cannot pack it: {e}"))?;
-        self.store.put(&name, &bytes).map_err(|failure| {
-            format!(
-                "{md_name} not published to {}: {failure}",
-                self.store.locate(&name)
-            )
-        })?;
+        self.store.put(&name, &bytes).map_err(not_published)?;
         Ok(Some(bytes.len()))
     }
 }
 
-/// Records that `files` of `out_dir` are the files of `key` (rewritten only when it changes).
-pub(crate) fn record_files(
-    out_dir: &Path,
-    md_name: &str,
-    key: &str,
-    files: &[String],
-) -> std::io::Result<()> {
-    let (index, _) = Index::of(out_dir, files, key, md_name)?;
-    write_record(out_dir, md_name, &index)
-}
-
-fn write_record(out_dir: &Path, md_name: &str, index: &Index) -> std::io::Result<()> {
+/// Records that the files of `index` in `out_dir` are the files of its key (rewritten only
+/// when it changes).
+pub(crate) fn write_record(out_dir: &Path, md_name: &str, index: &Index) -> std::io::Result<()> {
     let mut text = serde_json::to_vec_pretty(index).expect("an index serializes");
     text.push(b'\n');
     crate::common::io::write_if_changed(&Remote::record(out_dir, md_name), &text)
@@ -178,9 +176,5 @@ fn files_match(out_dir: &Path, md_name: &str, key: &str) -> bool {
     let Ok(index) = serde_json::from_slice::<Index>(&text) else {
         return false;
     };
-    index.key == key
-        && index.files.iter().all(|f| {
-            std::fs::read(out_dir.join(&f.path))
-                .is_ok_and(|b| blake3::hash(&b).to_hex().as_str() == f.blake3)
-        })
+    index.key == key && index.files.iter().all(|f| f.is_in(out_dir))
 }

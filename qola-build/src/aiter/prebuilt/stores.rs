@@ -1,11 +1,11 @@
 //! One build's stores: where it fetches from (`--prebuilt`), whether it checks what it fetched
 //! against a build from source (`--verify`), where it publishes (`--publish`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::archive::Index;
-use super::remote::{Fetched, Remote, record_files};
+use super::remote::{Fetched, Remote, Staging, write_record};
 
 /// The stores of one build.
 #[derive(Debug)]
@@ -29,16 +29,10 @@ pub(crate) enum Arrival {
 /// A prebuilt unpacked aside (removed when dropped).
 #[derive(Debug)]
 pub(crate) struct Staged {
-    dir: PathBuf,
+    dir: Staging,
     index: Index,
     /// Where it came from.
     pub url: String,
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 impl Staged {
@@ -48,7 +42,7 @@ impl Staged {
             .files
             .iter()
             .filter(|f| {
-                std::fs::read(self.dir.join(&f.path)).ok()
+                std::fs::read(self.dir.path().join(&f.path)).ok()
                     != std::fs::read(out_dir.join(&f.path)).ok()
             })
             .map(|f| f.path.clone())
@@ -97,20 +91,14 @@ impl Stores {
                 Fetched::Miss(why) => Arrival::Miss(why),
             });
         }
-        let dir = out_dir
-            .join("_qola")
-            .join("prebuilt")
-            .join(format!("verify-{md_name}-{}", std::process::id()));
-        Some(match remote.checked(md_name, key, &dir) {
+        let dir = Staging::new(out_dir, &format!("verify-{md_name}"));
+        Some(match remote.checked(md_name, key, dir.path()) {
             Ok((index, _)) => Arrival::Staged(Staged {
                 dir,
                 index,
                 url: remote.url.clone(),
             }),
-            Err(why) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                Arrival::Miss(why)
-            }
+            Err(why) => Arrival::Miss(why),
         })
     }
 
@@ -124,24 +112,23 @@ impl Stores {
         key: &str,
         files: &[String],
     ) -> Result<Option<String>, String> {
-        record_files(out_dir, md_name, key, files)
-            .map_err(|e| format!("{md_name}: cannot record its files: {e}"))?;
+        let cannot_record = |e: std::io::Error| format!("{md_name}: cannot record its files: {e}");
+        let (index, contents) = Index::of(out_dir, files, key, md_name).map_err(cannot_record)?;
+        write_record(out_dir, md_name, &index).map_err(cannot_record)?;
         let Some(remote) = &self.publish else {
             return Ok(None);
         };
-        Ok(Some(
-            match remote.publish(out_dir, md_name, key, files)? {
-                Some(bytes) => format!(
-                    "{md_name}: published as {} ({bytes} bytes) to {}",
-                    &key[..16],
-                    remote.url
-                ),
-                None => format!(
-                    "{md_name}: {} is published already at {}",
-                    &key[..16],
-                    remote.url
-                ),
-            },
-        ))
+        Ok(Some(match remote.publish(&index, &contents)? {
+            Some(bytes) => format!(
+                "{md_name}: published as {} ({bytes} bytes) to {}",
+                &key[..16],
+                remote.url
+            ),
+            None => format!(
+                "{md_name}: {} is published already at {}",
+                &key[..16],
+                remote.url
+            ),
+        }))
     }
 }

@@ -253,22 +253,18 @@ pub(crate) fn interpreter_identity(python: &Path) -> Result<String> {
     let script = format!(
         "import sys, importlib.metadata as m\nprint(sys.version.replace(chr(10), ' '))\nfor p in {GENERATOR_PACKAGES:?}:\n    try: print(p, m.version(p))\n    except m.PackageNotFoundError: print(p, 'absent')\n"
     );
+    let fail = |stderr: String| crate::aiter::error::AiterError::Codegen {
+        command: format!("{} -c <the interpreter's identity>", python.display()),
+        stderr,
+        origin: None,
+    };
     let output = std::process::Command::new(python)
         .args(["-c", &script])
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
-        .map_err(|e| crate::aiter::error::AiterError::Codegen {
-            command: format!("{} -c <the interpreter's identity>", python.display()),
-            stderr: e.to_string(),
-            origin: None,
-        })?;
+        .map_err(|e| fail(e.to_string()))?;
     if !output.status.success() {
-        return Err(crate::aiter::error::AiterError::Codegen {
-            command: format!("{} -c <the interpreter's identity>", python.display()),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            origin: None,
-        }
-        .into());
+        return Err(fail(String::from_utf8_lossy(&output.stderr).into_owned()).into());
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }

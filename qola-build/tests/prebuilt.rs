@@ -659,3 +659,29 @@ fn a_tree_taken_as_it_is_has_no_key_and_is_never_published() {
     assert!(said[0].contains("QOLA_SKIP_PREPARE=1: using"), "{said:?}");
     assert!(!store.exists(), "nothing published");
 }
+
+/// `--verify` with no store to fetch from, and a store qola cannot use, are refused by name
+/// before anything is prepared or built.
+#[test]
+fn verify_without_a_store_and_an_unknown_store_are_refused_by_name() {
+    let Some(m) = start() else { return };
+    let out = m.qola("build", "refused").arg("--verify").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--verify checks a prebuilt: give the store with --prebuilt"),
+        "{}",
+        stderr(&out)
+    );
+    let out = m
+        .qola("build", "refused")
+        .args(["--prebuilt", "ftp://cache.example/qola"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ftp://cache.example/qola: not a store qola knows; give file:///<dir> or http(s)://<host>/<path>"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!m.out("refused").exists(), "nothing written");
+}

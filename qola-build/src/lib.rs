@@ -131,9 +131,10 @@ pub mod manifest;
 mod prepare;
 
 pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuild};
+pub use common::text::scaled_size;
 pub use compile::toolchain::HipToolchain;
 pub use compile::{
-    BuildStats, CacheUsage, CompilePlan, CompileReport, FarmReport, GroupUsage, HipBuild,
+    BuildStats, CacheUsage, Cleared, CompilePlan, CompileReport, FarmReport, GroupUsage, HipBuild,
     LauncherHits, PlannedUnit, UnitReport,
 };
 pub use error::{
@@ -176,9 +177,10 @@ pub fn object_cache_usage(cache_dir: Option<&std::path::Path>) -> Result<CacheUs
     Ok(compile::cache_usage(&env, &cache)?)
 }
 
-/// Removes every object of qola's object cache that no running build holds (`qola cache
-/// --clear`); returns how many. The next builds compile what they need again.
-pub fn clear_object_cache(cache_dir: Option<&std::path::Path>) -> Result<usize> {
+/// Empties qola's object cache (`qola cache --clear`): its objects, unit records and build
+/// history, but for the objects a running build holds; says what it removed. The next builds
+/// compile what they need again.
+pub fn clear_object_cache(cache_dir: Option<&std::path::Path>) -> Result<Cleared> {
     let directives = build_script::Directives::new(false);
     let env = build_script::Env::new(&directives);
     let cache = match cache_dir {

@@ -64,25 +64,25 @@ fn prepare_json_has_every_field_and_exit_zero() {
 }
 
 #[test]
-fn refused_exits_two_and_lists_edits_in_json() {
+fn refused_exits_three_and_lists_edits_in_json() {
     let s = setup();
     run(&s, "prepare", &[]);
     s.write(UNTOUCHED, "# edit\n");
     let out = run(&s, "prepare", &["--json"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     let v = json(&out);
     assert_eq!(v["action"], "refused");
     assert_eq!(v["edited_paths"], serde_json::json!([UNTOUCHED]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("QOLA_SKIP_PREPARE=1"), "{stderr}");
-    // status says the same and also exits 2.
+    // status says the same and also exits 3.
     let out = run(&s, "status", &["--json"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     assert_eq!(json(&out)["action"], "refused");
 }
 
 #[test]
-fn errors_exit_one_with_the_message() {
+fn errors_exit_one_with_the_message_and_usage_errors_two() {
     let s = setup();
     let out = run(
         &s,
@@ -103,7 +103,12 @@ fn errors_exit_one_with_the_message() {
             .contains("0000000000000000000000000000000000000bad")
     );
     let out = qola(&s, &["frobnicate"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
+    let out = qola(&s, &["plan", "--timings", "-o", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("qola build --timings"));
 }
 
 #[test]
@@ -260,6 +265,7 @@ fn a_held_lock_makes_prepare_say_it_waits() {
     lock.lock().unwrap();
     let mut child = explicit(&s, "prepare", &[])
         .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     // The first thing the blocked process says is that it waits; only then is the lock released.
@@ -273,8 +279,10 @@ fn a_held_lock_makes_prepare_say_it_waits() {
     drop(lock);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    assert!(child.wait().unwrap().success());
-    assert!(rest.contains("up-to-date"), "{rest}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{rest}");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("up-to-date"), "{report}");
 }
 
 /// The README's CMake snippet (`examples/cmake/CMakeLists.txt`) with real CMake: a second
@@ -347,10 +355,10 @@ fn checkout_takes_qolas_flags_and_is_prepare() {
     );
     assert_eq!(json(&first)["action"], "clone");
     assert_prepared(&s);
-    // Never a blind reset: a local edit is refused (exit 2), as with prepare.
+    // Never a blind reset: a local edit is refused (exit 3), as with prepare.
     s.write(PATCHED_SUPER, "my edit\n");
     let edited = checkout(&[]);
-    assert_eq!(edited.status.code(), Some(2));
+    assert_eq!(edited.status.code(), Some(3));
     assert_eq!(s.read(PATCHED_SUPER), "my edit\n");
     // --aiter-commit overrides the manifest's commit.
     let newer = s.demo.commit_aiter("NEWS.md", "news\n", "news");
@@ -651,9 +659,9 @@ fn help_lists_every_option_with_its_qola_alias() {
     ] {
         assert!(text.contains(option), "{option}: {text}");
     }
-    // A usage error exits 1 (2 is a refusal).
+    // A usage error exits 2, as QoLA's argparse does (3 is a refusal).
     let bad = qola(&s, &["build", "--bogus"]).output().unwrap();
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2));
 }
 
 #[test]
@@ -678,7 +686,45 @@ fn cache_says_what_it_holds_and_clears_it() {
             .starts_with(&s.cache().display().to_string())
     );
     let cleared = json(&qola(&s, &["cache", "--clear", "--json"]).output().unwrap());
-    assert_eq!(cleared["cleared"], 0);
+    assert_eq!(
+        cleared["cleared"],
+        serde_json::json!({"objects": 0, "bytes": 0, "records": 0, "builds": 0})
+    );
+}
+
+/// As cargo and git: a command's report on standard output, nothing else there; with `--json`
+/// the JSON alone, and nothing repeated on standard error; sizes in the unit that fits them.
+#[test]
+fn reports_go_to_stdout_and_json_is_all_a_json_command_prints() {
+    let s = setup();
+    run(&s, "prepare", &[]);
+    for (args, report) in [
+        (&["cache"][..], "0 B (and"),
+        (&["prepare"][..], "qola prepare: up-to-date"),
+        (&["status"][..], "qola status: up-to-date"),
+    ] {
+        let mut command = if args[0] == "cache" {
+            qola(&s, args)
+        } else {
+            explicit(&s, args[0], &[])
+        };
+        let out = command.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        assert!(stdout.contains(report), "{args:?}: {stdout}");
+        assert_eq!(stderr, "", "{args:?}: nothing but the report");
+        let mut command = if args[0] == "cache" {
+            qola(&s, &[args[0], "--json"])
+        } else {
+            explicit(&s, args[0], &["--json"])
+        };
+        let out = command.output().unwrap();
+        json(&out);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?} --json");
+    }
 }
 
 /// A TransformerEngine-style manifest: no `patches_dir` (so qola's own series), the demo's

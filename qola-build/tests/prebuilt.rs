@@ -254,11 +254,7 @@ fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no
     tick();
     let again = b();
     assert!(again.status.success(), "{}", stderr(&again));
-    assert!(
-        stderr(&again).contains("0 bytes fetched"),
-        "{}",
-        stderr(&again)
-    );
+    assert!(stderr(&again).contains("0 B fetched"), "{}", stderr(&again));
     assert_eq!(server.requests("GET"), gets);
     assert_nothing_written(&before, &m.out("b"));
 

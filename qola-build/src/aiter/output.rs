@@ -759,7 +759,10 @@ impl OutputBuild {
             stores.and_then(Stores::fetch_url).unwrap_or_default(),
             match bytes {
                 0 => "already in place, nothing fetched".to_string(),
-                n => format!("{n} bytes fetched in {seconds:.2} s"),
+                n => format!(
+                    "{} fetched in {seconds:.2} s",
+                    crate::common::text::scaled_size(n)
+                ),
             }
         );
         eprintln!("qola build: {line}");

@@ -4,8 +4,9 @@
 //! prints `cargo:rerun-if-env-changed` for every variable it read and `cargo:rerun-if-changed`
 //! for its inputs only (the manifest, the patch directory and each patch): never for the AITER
 //! tree, the stamp or anything qola writes, because Cargo compares mtimes and a watched file the
-//! script writes makes it rerun on every build. Warnings become `cargo:warning` lines there and
-//! go to standard error elsewhere.
+//! script writes makes it rerun on every build. Warnings, and information such as a build's summary, become
+//! `cargo:warning` lines there (Cargo shows a build script nothing else) and go to standard error
+//! elsewhere, information without the word "warning".
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -57,6 +58,16 @@ impl Directives {
     pub(crate) fn cargo_warning(&self, message: &str) {
         if self.cargo {
             self.warning(message);
+        }
+    }
+
+    /// Information for the user (a summary, what qola waits for): `cargo:warning` lines in a
+    /// build script, where Cargo shows nothing else, and `qola: <message>` on standard error
+    /// otherwise: no warning outside a build script.
+    pub(crate) fn info(&self, message: &str) {
+        match self.cargo {
+            true => self.warning(message),
+            false => eprintln!("qola: {message}"),
         }
     }
 

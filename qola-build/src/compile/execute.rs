@@ -406,7 +406,7 @@ pub(super) fn finish_log(
     if report.compiled() > 0 {
         let said = |line: &str| match to_terminal {
             true => eprintln!("qola: {line}"),
-            false => directives.warning(line),
+            false => directives.info(line),
         };
         said(&summary);
         if let Some(line) = &timings {

@@ -50,7 +50,7 @@ pub(crate) mod toolchain;
 
 use std::path::{Path, PathBuf};
 
-pub use cache::{BuildStats, CacheUsage, GroupUsage};
+pub use cache::{BuildStats, CacheUsage, Cleared, GroupUsage};
 pub use error::CompileError;
 pub use launcher::LauncherHits;
 pub use launcher::farm::FarmReport;
@@ -346,15 +346,14 @@ pub(crate) fn cache_usage(
     Ok(cache::usage(&cache.join(crate::cache::OBJECTS), max))
 }
 
-/// Removes every object of qola's cache under `cache` that no running build holds, and what
-/// builds that are gone left (`qola cache --clear`); returns how many objects it removed. `say`
-/// tells the user what it waits for.
-pub(crate) fn clear_cache(cache: &Path, say: impl Fn(&str)) -> error::Result<usize> {
+/// Empties qola's object cache under `cache` but for what running builds hold (`qola cache
+/// --clear`, see [`cache::ObjectCache::clear`]). `say` tells the user what it waits for.
+pub(crate) fn clear_cache(cache: &Path, say: impl Fn(&str)) -> error::Result<Cleared> {
     let objects = cache::ObjectCache::open(
         cache.join(crate::cache::OBJECTS),
         None,
         crate::common::hooks::Hooks::default(),
         say,
     );
-    Ok(objects.evict(0)?.objects)
+    objects.clear()
 }

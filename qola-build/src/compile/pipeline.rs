@@ -358,7 +358,7 @@ impl HipBuild {
                 &objects,
             );
             if let Some((path, _)) = timings {
-                directives.warning(&format!("timings of the failed build: {}", path.display()));
+                directives.info(&format!("timings of the failed build: {}", path.display()));
             }
             execute::remove_scratch(&staged.scratch);
             return Err(execute::failed_compile(&resolved, &staged, failed)?);

@@ -98,7 +98,7 @@ impl Prepare {
         directives: &Directives,
     ) -> Result<Preparation> {
         let _lock = lock_checkout(&settings.root, |lock, who| {
-            directives.warning(&format!(
+            directives.info(&format!(
                 "waiting for another qola preparation of {} to finish (lock {}, held by {who})",
                 settings.root.display(),
                 lock.display()

@@ -1,11 +1,14 @@
 //! `qola`: prepare AITER and build its modules from the command line (for CMake builds, for
 //! QoLA's users, and for people).
 //!
-//! Exit status: 0 on success, 2 when local edits made qola refuse, 1 on any error (a usage
-//! error included). With `--json`, standard output is exactly one JSON object; messages go to
-//! standard error.
+//! Conventions (as cargo, git and ccache keep them): a command's report goes to standard output;
+//! progress, information and warnings to standard error. With `--json`, standard output is
+//! exactly one JSON object and the report is not repeated anywhere. The exit status is one of
+//! [`exit`]'s, the table docs/command-line.md gives.
 
 mod args;
+mod exit;
+mod plan_words;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -21,9 +24,11 @@ fn main() -> ExitCode {
         Err(e) => {
             let usage = e.use_stderr();
             let _ = e.print();
-            // Help and the version are answers; anything else a usage error, status 1 (2 means
-            // a refusal).
-            return ExitCode::from(if usage { 1 } else { 0 });
+            // Help and the version are answers; anything else is a usage error.
+            return match usage {
+                true => exit::status(exit::USAGE),
+                false => ExitCode::SUCCESS,
+            };
         }
     };
     let Some(command) = cli.command else {
@@ -47,12 +52,23 @@ fn print_json(value: &serde_json::Value) {
     let _ = writeln!(out);
 }
 
+/// A failed command: its error (and, with `--json`, the error as the one JSON object). A build
+/// refused because of local edits exits as a refusal.
 fn fail(verb: &str, json: bool, e: &Error) -> ExitCode {
     if json {
         print_json(&serde_json::json!({ "action": "error", "error": e.to_string() }));
     }
     eprintln!("qola {verb}: error: {e}");
-    ExitCode::from(1)
+    match e.refused() {
+        Some(_) => exit::status(exit::REFUSED),
+        None => exit::status(exit::ERROR),
+    }
+}
+
+/// A usage error found after parsing (options that do not go together): nothing ran.
+fn usage(verb: &str, message: &str) -> ExitCode {
+    eprintln!("qola {verb}: error: {message}");
+    exit::status(exit::USAGE)
 }
 
 /// `prepare`, `status` and `checkout`: the report (or the refusal) and the exit status.
@@ -72,36 +88,39 @@ fn prepare(
                 print_json(&serde_json::to_value(refused).expect("a report always serializes"));
             }
             eprintln!("qola {verb}: {e}");
-            return ExitCode::from(2);
+            return exit::status(exit::REFUSED);
         }
     };
-    if c.json {
-        print_json(&serde_json::to_value(&prepared).expect("a report always serializes"));
-    }
-    eprintln!("qola {verb}: {prepared}");
     for warning in &prepared.warnings {
         eprintln!("qola: warning: {warning}");
     }
-    if verb == "checkout" && !c.json && prepared.action != Action::Refused {
-        // QoLA's line, on standard output, for the scripts that read it.
-        let root = prepared
-            .root
-            .canonicalize()
-            .unwrap_or(prepared.root.clone());
-        println!("AITER ready at {}", root.display());
-    }
-    if verb == "status" {
-        for path in &prepared.edited_paths {
-            eprintln!("  edited: {path}");
+    if c.json {
+        print_json(&serde_json::to_value(&prepared).expect("a report always serializes"));
+    } else if verb == "checkout" {
+        // QoLA's command: its line is the report, for the scripts that read it; qola's says
+        // more, as information.
+        eprintln!("qola {verb}: {prepared}");
+        if prepared.action != Action::Refused {
+            let root = prepared
+                .root
+                .canonicalize()
+                .unwrap_or(prepared.root.clone());
+            println!("AITER ready at {}", root.display());
         }
-        for path in &prepared.untracked_paths {
-            eprintln!("  untracked: {path}");
-        }
-    }
-    if prepared.action == Action::Refused {
-        ExitCode::from(2)
     } else {
-        ExitCode::SUCCESS
+        println!("qola {verb}: {prepared}");
+        if verb == "status" {
+            for path in &prepared.edited_paths {
+                println!("  edited: {path}");
+            }
+            for path in &prepared.untracked_paths {
+                println!("  untracked: {path}");
+            }
+        }
+    }
+    match prepared.action {
+        Action::Refused => exit::status(exit::REFUSED),
+        _ => ExitCode::SUCCESS,
     }
 }
 
@@ -119,10 +138,7 @@ fn checkout(c: &CheckoutCmd) -> ExitCode {
 fn diff(c: &DiffCmd) -> ExitCode {
     let patch = match c.source.options().try_diff() {
         Ok(patch) => patch,
-        Err(e) => {
-            eprintln!("qola diff: error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return fail("diff", false, &e.into()),
     };
     let written = match &c.output {
         Some(path) => std::fs::write(path, &patch).map(|()| {
@@ -138,7 +154,7 @@ fn diff(c: &DiffCmd) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("qola diff: error: cannot write the patch: {e}");
-            ExitCode::from(1)
+            exit::status(exit::ERROR)
         }
     }
 }
@@ -151,35 +167,34 @@ fn build(c: &BuildCmd) -> ExitCode {
     let r = &outcome.record;
     if c.prepare.json {
         print_json(&serde_json::to_value(r).expect("a record always serializes"));
-    }
-    let prebuilt = match &outcome.prebuilt[..] {
-        [] => String::new(),
-        modules => format!(
-            " ({} prebuilt, {} bytes fetched: {})",
-            modules.len(),
-            modules.iter().map(|(_, bytes)| bytes).sum::<u64>(),
-            modules
-                .iter()
-                .map(|(name, _)| name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    eprintln!(
-        "qola build: {}/{} modules built{prebuilt}, {} failed; {} of {} units compiled{}",
-        r.summary.success,
-        r.summary.total,
-        r.summary.failed,
-        outcome.compiled,
-        outcome.units,
-        if outcome.record_written {
-            ""
-        } else {
-            "; nothing changed in the output directory"
-        }
-    );
-    if !c.prepare.json {
-        // QoLA's lines, on standard output, for the scripts that read them.
+    } else {
+        let prebuilt = match &outcome.prebuilt[..] {
+            [] => String::new(),
+            modules => format!(
+                " ({} prebuilt, {} fetched: {})",
+                modules.len(),
+                qola_build::scaled_size(modules.iter().map(|(_, bytes)| bytes).sum::<u64>()),
+                modules
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        // QoLA's command: its lines below are the report; qola's says more, as information.
+        eprintln!(
+            "qola build: {}/{} modules built{prebuilt}, {} failed; {} of {} units compiled{}",
+            r.summary.success,
+            r.summary.total,
+            r.summary.failed,
+            outcome.compiled,
+            outcome.units,
+            if outcome.record_written {
+                ""
+            } else {
+                "; nothing changed in the output directory"
+            }
+        );
         println!(
             "Build complete: {}/{} succeeded, {} failed.",
             r.summary.success, r.summary.total, r.summary.failed
@@ -188,75 +203,32 @@ fn build(c: &BuildCmd) -> ExitCode {
             println!("  FAILED: {}: {}", m.md_name, m.error);
         }
     }
-    if r.summary.failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    match r.summary.failed {
+        0 => ExitCode::SUCCESS,
+        _ => exit::status(exit::ERROR),
     }
 }
 
 fn plan(c: &BuildCmd) -> ExitCode {
     if c.timings {
-        eprintln!(
-            "qola plan: error: --timings: a plan compiles nothing, so there is nothing to time; `qola build --timings` writes the report"
+        return usage(
+            "plan",
+            "--timings: a plan compiles nothing, so there is nothing to time; `qola build --timings` writes the report",
         );
-        return ExitCode::from(2);
     }
     let plan = match c.output_build().try_plan() {
         Ok(plan) => plan,
         Err(e) => return fail("plan", c.prepare.json, &e),
     };
-    if c.prepare.json {
-        print_json(&serde_json::to_value(&plan).expect("a plan always serializes"));
-    }
     for warning in &plan.warnings {
         eprintln!("qola: warning: {warning}");
     }
+    if c.prepare.json {
+        print_json(&serde_json::to_value(&plan).expect("a plan always serializes"));
+        return ExitCode::SUCCESS;
+    }
     for module in &plan.modules {
-        let cached = module.compile.units.iter().filter(|u| u.cached).count();
-        eprintln!(
-            "qola plan: {}: {} generators, {} units ({cached} cached), {} hsa code objects, {} link steps",
-            module.md_name,
-            module.generators.len(),
-            module.compile.units.len(),
-            module.hsa_blobs,
-            module.compile.link.len()
-        );
-        match &module.library_key {
-            qola_build::aiter::prebuilt::LibraryKey::Key { key, inputs } => eprintln!(
-                "  library key {key}: AITER {}, {} patches, {} for {}, compiler {}, {}",
-                inputs.aiter_commit,
-                inputs.series.len(),
-                inputs.mode,
-                inputs.archs.join(";"),
-                &inputs.compiler[..inputs.compiler.len().min(16)],
-                inputs.interpreter.lines().next().unwrap_or("")
-            ),
-            qola_build::aiter::prebuilt::LibraryKey::None { why } => {
-                eprintln!("  no library key: {why}")
-            }
-        }
-        // Each decision with its reason, counted; each unit with -v.
-        let mut counts: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
-        for unit in &module.compile.units {
-            let reason = if unit.decision == "reuse" {
-                "in qola's cache"
-            } else {
-                unit.reason.as_str()
-            };
-            *counts.entry((unit.decision, reason)).or_default() += 1;
-            if module.verbose {
-                eprintln!(
-                    "  {:10} {} ({})",
-                    unit.decision,
-                    unit.source.display(),
-                    unit.reason
-                );
-            }
-        }
-        for ((decision, reason), n) in counts {
-            eprintln!("  {n} {decision}: {reason}");
-        }
+        print!("{}", plan_words::module(module));
     }
     ExitCode::SUCCESS
 }
@@ -277,22 +249,29 @@ fn cache(c: &CacheCmd) -> ExitCode {
     };
     if c.json {
         let mut value = serde_json::to_value(&usage).expect("usage serializes");
-        if let Some(n) = cleared {
-            value["cleared"] = n.into();
+        if let Some(cleared) = &cleared {
+            value["cleared"] = serde_json::to_value(cleared).expect("a count serializes");
         }
         print_json(&value);
+        return ExitCode::SUCCESS;
     }
-    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
-    if let Some(n) = cleared {
-        eprintln!("qola cache: removed {n} objects");
+    let size = qola_build::scaled_size;
+    if let Some(n) = &cleared {
+        println!(
+            "qola cache: removed {} objects ({}), {} unit records and {} builds of history",
+            n.objects,
+            size(n.bytes),
+            n.records,
+            n.builds
+        );
     }
-    eprintln!(
-        "qola cache: {}\n  {} objects, {:.2} GiB (and {:.2} GiB of records and scratch) of {:.2} GiB; {} units recorded; {} builds running; {} left by builds that are gone",
+    println!(
+        "qola cache: {}\n  {} objects, {} (and {} of records and scratch) of {}; {} units recorded; {} builds running; {} left by builds that are gone",
         usage.dir.display(),
         usage.objects,
-        gib(usage.bytes),
-        gib(usage.other_bytes),
-        gib(usage.max_bytes),
+        size(usage.bytes),
+        size(usage.other_bytes),
+        size(usage.max_bytes),
         usage.units,
         usage.running_builds,
         usage.leftovers
@@ -304,21 +283,21 @@ fn cache(c: &CacheCmd) -> ExitCode {
         if groups.is_empty() {
             continue;
         }
-        eprintln!("  {what} (objects, size, last used):");
+        println!("  {what} (objects, size, last used):");
         for g in groups {
-            eprintln!(
-                "    {:>6} {:>9.1} MiB  {}  {}",
+            println!(
+                "    {:>6} {:>10}  {}  {}",
                 g.objects,
-                g.bytes as f64 / (1u64 << 20) as f64,
+                size(g.bytes),
                 g.last_used,
                 g.name
             );
         }
     }
     if !usage.builds.is_empty() {
-        eprintln!("  last builds (reused from the cache / compiled):");
+        println!("  last builds (reused from the cache / compiled):");
         for b in usage.builds.iter().rev().take(10) {
-            eprintln!(
+            println!(
                 "    {}  {:>5} / {:<5} {} ({})",
                 b.at, b.hits, b.misses, b.library, b.out_dir
             );

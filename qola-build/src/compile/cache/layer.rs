@@ -135,6 +135,23 @@ impl Layer {
         removed
     }
 
+    /// Removes every unit's record and every source's last settings (written whole, so a
+    /// record being written by a running build is a temporary file, left alone); returns how
+    /// many unit records it removed.
+    pub(crate) fn remove_records(&self) -> usize {
+        let mut units = 0;
+        for dir in ["units", "sources"] {
+            for entry in read_dir(&self.root.join(dir)) {
+                let name = entry.file_name();
+                let record = name.to_string_lossy().ends_with(".json");
+                if record && std::fs::remove_file(entry.path()).is_ok() && dir == "units" {
+                    units += 1;
+                }
+            }
+        }
+        units
+    }
+
     /// Removes what builds that are gone left (their scratch directories, temporary files of
     /// entries being written, hashes without an object); returns the bytes removed. `live`: the
     /// names of the leases still held.

@@ -71,6 +71,21 @@ pub(crate) use lease::Evicted;
 pub use usage::{BuildStats, CacheUsage, GroupUsage};
 pub(crate) use usage::{default_max_size, parse_size, usage};
 
+/// What `qola cache --clear` removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Cleared {
+    /// Objects removed.
+    pub objects: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Unit records removed (what made a unit's key known before compiling it, and what said
+    /// why it compiles).
+    pub records: usize,
+    /// Builds removed from the history `qola cache` lists.
+    pub builds: usize,
+}
+
 /// What a unit's record says today.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Recorded {
@@ -532,6 +547,29 @@ impl<'a> ObjectCache<'a> {
         Ok(lease::evict(layer, &held, max, layer.other_bytes()))
     }
 
+    /// Empties the cache (`qola cache --clear`): every object no running build holds, every
+    /// unit record and source's last settings, the build history, and what builds that are gone
+    /// left. Objects a running build holds stay, so that build links what it planned.
+    pub(crate) fn clear(&self) -> Result<Cleared> {
+        let Some(store) = &self.store else {
+            return Ok(Cleared::default());
+        };
+        let _held = self.lock("clear the cache");
+        let layer = &store.layer;
+        let live = lease::live(&layer.leases());
+        layer.remove_leftovers(&live);
+        let held = lease::held(&layer.leases(), &live);
+        let evicted = lease::evict(layer, &held, 0, 0);
+        let builds = usage::builds(&layer.builds()).len();
+        let _ = std::fs::remove_file(layer.builds());
+        Ok(Cleared {
+            objects: evicted.objects,
+            bytes: evicted.bytes,
+            records: layer.remove_records(),
+            builds,
+        })
+    }
+
     /// Adds a build to the store's `builds.json` (the last 50 are kept); skipped when another
     /// process holds the lock (statistics never hold a build up).
     pub(crate) fn record_build(&self, build: BuildStats) {
@@ -636,5 +674,42 @@ mod tests {
         let cache = open(&root);
         assert_eq!(cache.evict(0).unwrap().objects, 1);
         assert!(!root.join("leases/999999-0").exists());
+    }
+
+    #[test]
+    fn clear_empties_objects_records_and_history_but_spares_what_a_running_build_holds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("hip");
+        let mut running = open(&root);
+        let layer = running.shared.clone();
+        write_object(&layer, "held", 100, 0);
+        write_object(&layer, "free", 300, 0);
+        running.hold("held");
+        for dir in ["units", "sources"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(layer.record_path("u1"), "{}").unwrap();
+        std::fs::write(layer.record_path("u2"), "{}").unwrap();
+        std::fs::write(layer.last_path("lib", "a.hip"), "{}").unwrap();
+        // A record a running build is writing: a temporary name, left alone.
+        let writing = root.join(format!("units/.u3.json.tmp-{}-0", std::process::id()));
+        std::fs::write(&writing, "{").unwrap();
+        let build = r#"{"at": "t", "library": "l", "out_dir": "o", "hits": 1, "misses": 2}"#;
+        std::fs::write(layer.builds(), format!("[{build}, {build}]")).unwrap();
+        let cleared = open(&root).clear().unwrap();
+        assert_eq!(
+            cleared,
+            Cleared {
+                objects: 1,
+                bytes: 300,
+                records: 2,
+                builds: 2
+            }
+        );
+        assert!(layer.has("held") && !layer.has("free"));
+        assert!(!layer.builds().exists());
+        assert!(writing.exists());
+        let left = |dir: &str| std::fs::read_dir(root.join(dir)).unwrap().count();
+        assert_eq!((left("units"), left("sources")), (1, 0));
     }
 }

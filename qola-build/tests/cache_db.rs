@@ -417,7 +417,7 @@ fn an_object_planned_for_reuse_is_held_whatever_another_build_evicts() {
     );
     let evicted = qola_build::clear_object_cache(Some(&s.cache())).unwrap();
     assert_eq!(
-        evicted, 0,
+        evicted.objects, 0,
         "every object is held by the stopped build's lease"
     );
     resume(&child);

@@ -1109,7 +1109,13 @@ with_both_compilers! {
         let usage = qola_build::object_cache_usage(Some(&cache)).unwrap();
         assert_eq!(usage.objects, objects());
         assert_eq!(usage.builds.last().unwrap().misses, 3);
-        assert_eq!(qola_build::clear_object_cache(Some(&cache)).unwrap(), usage.objects);
+        let cleared = qola_build::clear_object_cache(Some(&cache)).unwrap();
+        assert_eq!(
+            (cleared.objects, cleared.records, cleared.builds),
+            (usage.objects, usage.units, usage.builds.len())
+        );
         assert_eq!(objects(), 0);
+        let usage = qola_build::object_cache_usage(Some(&cache)).unwrap();
+        assert_eq!((usage.units, usage.builds.len()), (0, 0), "records and history went too");
     }
 }

@@ -19,7 +19,7 @@ use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
 use crate::compile::cache::{Measured, ObjectCache};
 use crate::compile::error::{CompileError, Result};
-use crate::compile::launcher::{Answered, farm};
+use crate::compile::launcher::{Answered, farm, requests};
 use crate::compile::plan::{Reason, Unit, UnitPlan};
 use crate::compile::report::{CompileReport, UnitReport};
 use crate::compile::resolve::Resolved;
@@ -148,7 +148,9 @@ pub(super) fn run(
     );
     Ok(Ran {
         outcomes,
-        answered: resolved.launcher.answered(before),
+        answered: resolved
+            .launcher
+            .answered(before, staged.remote_log.as_deref()),
         progress: Some(progress),
     })
 }
@@ -395,14 +397,19 @@ pub(super) fn finish_log(
         )
     });
     progress.finish(&reused, &summary, timings.as_deref())?;
-    let remote_down = report.launcher_hits.filter(|h| h.remote_errors > 0).map(|h| {
-        format!(
-            "{}'s remote storage did not answer {} request{} of this build: those compiles ran here; check the server (ccache's remote_storage)",
-            h.launcher,
-            h.remote_errors,
-            if h.remote_errors == 1 { "" } else { "s" }
-        )
-    });
+    let remote = report
+        .launcher_hits
+        .filter(|h| h.remote_errors > 0)
+        .map(|h| match h.remote_failures {
+            Some(failures) if failures != Default::default() => failures.words(h.launcher),
+            _ => vec![format!(
+                "{}'s remote storage failed {} of this build (refused, or not answered: with a log_file of your own, qola cannot tell which; it is in that log): those compiles ran here; check the server and the URL ({}'s remote_storage)",
+                h.launcher,
+                requests(h.remote_errors),
+                h.launcher
+            )],
+        })
+        .unwrap_or_default();
     if report.compiled() > 0 {
         let said = |line: &str| match to_terminal {
             true => eprintln!("qola: {line}"),
@@ -412,7 +419,7 @@ pub(super) fn finish_log(
         if let Some(line) = &timings {
             said(line);
         }
-        if let Some(line) = &remote_down {
+        for line in &remote {
             directives.warning(line);
         }
     }

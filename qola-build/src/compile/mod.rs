@@ -52,8 +52,8 @@ use std::path::{Path, PathBuf};
 
 pub use cache::{BuildStats, CacheUsage, Cleared, GroupUsage};
 pub use error::CompileError;
-pub use launcher::LauncherHits;
 pub use launcher::farm::FarmReport;
+pub use launcher::{LauncherHits, RemoteFailures};
 pub use report::{CompilePlan, CompileReport, PlannedUnit, UnitReport};
 pub(crate) use resolve::flag_variables;
 pub(crate) use timings::write_prebuilt as write_prebuilt_timings;

@@ -48,6 +48,8 @@ pub(super) struct Staged {
     pub scratch: Vec<Scratch>,
     /// The precompiled headers and their jobs.
     pub pchs: Vec<(Pch, usize)>,
+    /// The launcher's log of its remote storage's failures, when it keeps one.
+    pub remote_log: Option<PathBuf>,
 }
 
 /// A report for every unit and the jobs of every unit the plan compiles, split as `prepared`
@@ -60,6 +62,7 @@ pub(super) fn stage(
     layout: Option<&Layout>,
 ) -> Result<Staged> {
     let mut env = resolved.launcher.env().to_vec();
+    let mut remote_log = None;
     // The compiler's own environment (a module's clang: HIP_CLANG_PATH).
     env.extend(resolved.toolchain.env.iter().cloned());
     if units.iter().any(|u| u.plan.compiles()) {
@@ -68,6 +71,12 @@ pub(super) fn stage(
         let tmpdir = objects.compile_tmpdir()?;
         if !resolved.launcher.distributes() {
             env.push(("TMPDIR".to_string(), tmpdir.display().to_string()));
+        }
+        // Why requests to the launcher's remote storage failed, to say so.
+        if let Some(var) = resolved.launcher.remote_log_var() {
+            let log = tmpdir.join("launcher-remote.log");
+            env.push((var.to_string(), log.display().to_string()));
+            remote_log = Some(log);
         }
         // Where the launcher answered each compile from, for the timings report.
         if let (true, Some(var)) = (resolved.timings, resolved.launcher.unit_log_var()) {
@@ -83,6 +92,7 @@ pub(super) fn stage(
         labels: Vec::new(),
         scratch: Vec::new(),
         pchs: Vec::new(),
+        remote_log,
     };
     for pch in &prepared.pchs {
         let job = staged.push(

@@ -16,13 +16,14 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::build_script::{Env, EnvError};
-use crate::compile::launcher::hits::LauncherHits;
+use crate::compile::launcher::hits::{LauncherHits, RemoteFailures};
 
 /// ccache, with the environment its compiles run with.
 #[derive(Debug)]
 pub(crate) struct Ccache {
     words: Vec<String>,
     env: Vec<(String, String)>,
+    logs_remote: bool,
 }
 
 impl Ccache {
@@ -35,7 +36,23 @@ impl Ccache {
         if env.var("CCACHE_HASHDIR")?.is_none() && env.var("CCACHE_NOHASHDIR")?.is_none() {
             added.push(("CCACHE_NOHASHDIR".to_string(), "1".to_string()));
         }
-        Ok(Ccache { words, env: added })
+        // With remote storage, a log of qola's own tells a refusal from no answer; never when
+        // the user keeps a log of their own.
+        let remote = env.var("CCACHE_REMOTE_STORAGE")?.is_some()
+            || config(&words[0], "remote_storage").is_some();
+        let own_log =
+            env.var("CCACHE_LOGFILE")?.is_some() || config(&words[0], "log_file").is_some();
+        Ok(Ccache {
+            words,
+            env: added,
+            logs_remote: remote && !own_log,
+        })
+    }
+
+    /// Whether qola keeps ccache's log for the build (`CCACHE_LOGFILE`), to say why requests
+    /// to its remote storage failed.
+    pub(crate) fn logs_remote(&self) -> bool {
+        self.logs_remote
     }
 
     /// The program and its arguments.
@@ -98,6 +115,38 @@ pub(crate) fn stats_log(text: &str) -> BTreeMap<String, Answer> {
     answers
 }
 
+/// Why ccache's requests to its remote storage failed, from its log (`CCACHE_LOGFILE`): each
+/// failed request is one line (ccache 4.7 to 4.10 words them so), e.g.
+/// `Failed to put /c/e3/5e0n... to http storage: status code: 403`,
+/// `Failed to get /c/64/336d... from http storage: Connection (2)`,
+/// `Failed to construct backend for redis://...: Redis connection error: Connection refused`.
+pub(crate) fn remote_failures(log: &str) -> RemoteFailures {
+    let mut failures = RemoteFailures::default();
+    for line in log.lines() {
+        let failure = line.contains("] Failed to ") || line.contains("] Redis ");
+        if !failure || !(line.contains("storage") || line.contains("Redis")) {
+            continue;
+        }
+        let status = line
+            .split_once("status code: ")
+            .and_then(|(_, code)| code.trim().parse::<u16>().ok());
+        let lower = line.to_ascii_lowercase();
+        match status {
+            Some(401 | 403 | 405 | 407) => {
+                failures.refused += 1;
+                failures.refused_status = status;
+            }
+            Some(_) => {
+                failures.failed += 1;
+                failures.failed_status = status;
+            }
+            None if lower.contains("auth") || lower.contains("wrongpass") => failures.refused += 1,
+            None => failures.unanswered += 1,
+        }
+    }
+    failures
+}
+
 /// A setting of ccache's own configuration files (`ccache -k NAME`), when set.
 fn config(ccache: &str, name: &str) -> Option<String> {
     let out = Command::new(ccache).args(["-k", name]).output().ok()?;
@@ -135,6 +184,7 @@ impl Counters {
             remote_hits: delta("remote_storage_hit"),
             misses: delta("cache_miss"),
             remote_errors: delta("remote_storage_error") + delta("remote_storage_timeout"),
+            remote_failures: None,
         }
     }
 }
@@ -158,7 +208,40 @@ mod tests {
                 remote_hits: 6,
                 misses: 1,
                 remote_errors: 3,
+                remote_failures: None,
             }
+        );
+    }
+
+    #[test]
+    fn ccaches_log_tells_a_refusal_from_an_error_and_from_no_answer() {
+        // What ccache 4.7 logs: nginx refusing a PUT, nginx failing, nothing listening, Redis
+        // down, Redis refusing the password; other lines are not failures.
+        let log = "\
+[2026-12-05T08:18:38.759152 15857] No 64336d in http://127.0.0.1:18089/c (0.39 ms)
+[2026-12-05T08:18:38.803715 15857] Failed to put /c/e3/5e0n to http storage: status code: 403
+[2026-12-05T08:18:38.803913 15857] Not putting in http://127.0.0.1:18089/c since it failed earlier
+[2026-12-05T08:18:38.803715 15858] Failed to put /c/e3/5e0n to http storage: status code: 500
+[2026-12-05T08:18:38.809689 15865] Failed to get /c/64/336d from http storage: Connection (2)
+[2026-12-05T08:18:38.838742 15873] Failed to construct backend for redis://127.0.0.1:18091: Redis connection error: Connection refused
+[2026-12-05T08:18:38.838742 15874] Failed to construct backend for redis://127.0.0.1:6379: Redis authentication error: WRONGPASS
+[2026-12-05T08:18:38.803934 15857] Result: remote_storage_error
+";
+        assert_eq!(
+            remote_failures(log),
+            RemoteFailures {
+                refused: 2,
+                failed: 1,
+                unanswered: 2,
+                refused_status: Some(403),
+                failed_status: Some(500),
+            }
+        );
+        let words = remote_failures(log).words("ccache");
+        assert_eq!(words.len(), 3);
+        assert!(
+            words[0]
+                .starts_with("ccache's remote storage refused 2 requests (HTTP 403): it answered")
         );
     }
 

@@ -30,7 +30,8 @@ use crate::build_script::Env;
 use crate::compile::error::Result;
 pub(crate) use ccache::Answer;
 use farm::FarmReport;
-pub use hits::LauncherHits;
+pub(crate) use hits::requests;
+pub use hits::{LauncherHits, RemoteFailures};
 
 /// The launcher of a build (see the module docs).
 #[derive(Debug)]
@@ -176,14 +177,23 @@ impl Launcher {
         }
     }
 
-    /// What it answered since `before`.
-    pub(crate) fn answered(&self, before: Option<Counters>) -> Answered {
+    /// What it answered since `before`; `log`: the log its [`Launcher::remote_log_var`] named.
+    pub(crate) fn answered(&self, before: Option<Counters>, log: Option<&Path>) -> Answered {
         let now = self.counters();
         match (before, now) {
-            (Some(Counters::Ccache(before)), Some(Counters::Ccache(after))) => Answered {
-                hits: Some(before.since(&after)),
-                farm: None,
-            },
+            (Some(Counters::Ccache(before)), Some(Counters::Ccache(after))) => {
+                let mut hits = before.since(&after);
+                if hits.remote_errors > 0
+                    && let Some(log) = log
+                    && let Ok(text) = std::fs::read_to_string(log)
+                {
+                    hits.remote_failures = Some(ccache::remote_failures(&text));
+                }
+                Answered {
+                    hits: Some(hits),
+                    farm: None,
+                }
+            }
             // A farm's report says what sccache's cache answered too.
             (Some(Counters::Sccache(before)), Some(Counters::Sccache(after))) => {
                 match self.distributes() {
@@ -199,6 +209,13 @@ impl Launcher {
             }
             _ => Answered::default(),
         }
+    }
+
+    /// The variable that makes the launcher keep a log that says why requests to its remote
+    /// storage failed (ccache's `CCACHE_LOGFILE`), when qola keeps one (see
+    /// `ccache::Ccache::logs_remote`).
+    pub(crate) fn remote_log_var(&self) -> Option<&'static str> {
+        matches!(self, Launcher::Ccache(c) if c.logs_remote()).then_some("CCACHE_LOGFILE")
     }
 
     /// The variable that makes the launcher log, per compile, where it answered from (ccache's

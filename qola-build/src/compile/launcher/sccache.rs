@@ -91,6 +91,7 @@ pub(crate) fn hits_since(before: &SccacheStats, after: &SccacheStats) -> Launche
         misses: after.cache_misses.saturating_sub(before.cache_misses),
         // sccache counts no failed remote requests apart from its other cache errors.
         remote_errors: 0,
+        remote_failures: None,
     }
 }
 

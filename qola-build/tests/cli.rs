@@ -285,20 +285,29 @@ fn a_held_lock_makes_prepare_say_it_waits() {
     assert!(report.contains("up-to-date"), "{report}");
 }
 
-/// The README's CMake snippet (`examples/cmake/CMakeLists.txt`) with real CMake: a second
-/// configure changes no mtime in the checkout; touching a patch makes the next build configure
-/// again and run `qola prepare`, which rewrites nothing.
+/// docs/command-line.md's CMake snippet, as written, in a project of its own with real CMake: a
+/// second configure changes no mtime in the checkout; touching a patch makes the next build
+/// configure again and run `qola prepare`, which rewrites nothing.
 #[test]
 fn cmake_configures_with_qola_and_reconfigures_when_a_patch_changes() {
     let Some(cmake) = qola_tests::tool("cmake", "cmake") else {
         return;
     };
     let s = setup();
-    let manifest = s.tmp.path().join("qola.toml");
+    let source = s.tmp.path().join("uses-aiter");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("CMakeLists.txt"),
+        format!(
+            "cmake_minimum_required(VERSION 3.20)\nproject(uses_aiter NONE)\n{}string(JSON qola_action GET \"${{qola_json}}\" action)\nmessage(STATUS \"qola prepare: ${{qola_action}} (${{AITER_ROOT}})\")\n",
+            qola_tests::docs::tested("cmake-prepare")
+        ),
+    )
+    .unwrap();
+    let manifest = source.join("qola.toml");
     ManifestText::new(&s.demo.commit, &s.demo.aiter)
         .set("patches_dir", &s.demo.patches)
         .write(&manifest);
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cmake");
     let build = s.tmp.path().join("build");
     let run = |args: &[&str]| {
         qola_tests::run_ok(
@@ -314,7 +323,6 @@ fn cmake_configures_with_qola_and_reconfigures_when_a_patch_changes() {
         "-B",
         build.to_str().unwrap(),
         &format!("-DQOLA={}", env!("CARGO_BIN_EXE_qola")),
-        &format!("-DQOLA_MANIFEST={}", manifest.display()),
     ];
     let first = run(&configure);
     assert!(first.contains("qola prepare: clone"), "{first}");

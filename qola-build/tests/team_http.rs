@@ -6,7 +6,9 @@
 //! * A (CI, read-write) fills the HTTP cache;
 //! * B (another path) compiles nothing: ccache's remote storage answers every unit;
 //! * C (a developer, `|read-only`) with other sources compiles them and never writes;
-//! * D, with the server down, builds here with one warning.
+//! * D, with the server down, builds here with one warning: it did not answer;
+//! * E, against a server that refuses its writes (HTTP 403), builds here with one warning: it
+//!   answered and refused, with what to check.
 //!
 //! The setup is the one docs/team-builds.md gives.
 
@@ -17,9 +19,9 @@ mod common;
 use qola_tests::{HttpCache, tool};
 
 #[test]
-fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_a_down_server_is_one_warning()
+fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_down_or_refusing_servers_are_told_apart()
  {
-    const NAME: &str = "ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_a_down_server_is_one_warning";
+    const NAME: &str = "ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_down_or_refusing_servers_are_told_apart";
     if common::is_child() {
         return common::compile_demo_here("gfx90a", |project| {
             if std::env::var_os("CHANGE_SOURCES").is_some() {
@@ -111,7 +113,35 @@ fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_an
     );
     let warnings: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.contains("remote storage did not answer"))
+        .filter(|l| l.contains("'s remote storage"))
         .collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("did not answer")
+            && warnings[0].contains("check that the server is up"),
+        "{stderr}"
+    );
+
+    // A server that answers reads and refuses writes from this address: a refusal, in words
+    // that say it answered and what to check; never "did not answer".
+    let refusing = HttpCache::start_with(
+        &nginx,
+        &tmp.path().join("nginx-refusing"),
+        "limit_except GET HEAD { allow 10.0.0.0/8; deny all; }",
+    );
+    let (e, stderr) = run("E", &refusing.url(), false);
+    assert!(e.contains("qola compiled 3 of 3 HIP units"), "{e}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("'s remote storage"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0]
+            .contains("remote storage refused 3 requests (HTTP 403): it answered and said no")
+            && warnings[0].contains("limit_except")
+            && warnings[0].contains("|read-only"),
+        "{stderr}"
+    );
+    assert_eq!(refusing.files(), 0, "nothing was written");
 }

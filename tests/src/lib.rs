@@ -9,6 +9,8 @@
 //! * [`RedisServer`], [`copy_tracked`]: a real Redis for ccache's remote storage, and a checkout
 //!   copied to another path (a second machine).
 //!
+//! * [`docs`]: the code blocks of README.md and docs/, for tests that run them as written.
+//!
 //! Fixtures panic on failure: they are test support, not library code.
 
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ use std::process::Command;
 
 mod browser;
 mod demo;
+pub mod docs;
 mod farm;
 mod hip;
 mod manifest;

@@ -76,6 +76,12 @@ impl HttpCache {
     /// Starts `nginx` (the binary) with its configuration, files and logs under `dir`, and
     /// waits until it accepts connections.
     pub fn start(nginx: &Path, dir: &Path) -> HttpCache {
+        HttpCache::start_with(nginx, dir, "")
+    }
+
+    /// [`HttpCache::start`] with `directives` added to the cache's `location` (e.g. a
+    /// `limit_except` that refuses writes).
+    pub fn start_with(nginx: &Path, dir: &Path, directives: &str) -> HttpCache {
         let www = dir.join("www");
         std::fs::create_dir_all(www.join("cache")).unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
@@ -87,7 +93,7 @@ impl HttpCache {
         // As root, workers run as root too (they write the cache); as another user the
         // directive is ignored and they run as that user.
         let config = format!(
-            "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {};\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  server {{\n    listen 127.0.0.1:{port};\n    root {};\n    location /cache/ {{\n      dav_methods PUT DELETE MOVE;\n      create_full_put_path on;\n      client_max_body_size 0;\n    }}\n  }}\n}}\n",
+            "daemon off;\nmaster_process on;\nworker_processes 1;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n  access_log {};\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  server {{\n    listen 127.0.0.1:{port};\n    root {};\n    location /cache/ {{\n      dav_methods PUT DELETE MOVE;\n      create_full_put_path on;\n      client_max_body_size 0;\n      {directives}\n    }}\n  }}\n}}\n",
             access_log.display(),
             www.display()
         );

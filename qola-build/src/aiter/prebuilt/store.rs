@@ -37,12 +37,18 @@ pub(crate) enum Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Missing => write!(f, "none was published for this key"),
+            Failure::Missing => write!(
+                f,
+                "none was published for this key (the store answered: a miss, not a fault; CI publishes with --publish, and `qola plan` shows the key's inputs to compare with CI's)"
+            ),
             Failure::Refused(why) => write!(
                 f,
                 "{why}: the store refused (check its permissions, and the credentials or allow list that reach it)"
             ),
-            Failure::Error(why) => write!(f, "{why}"),
+            Failure::Error(why) => write!(
+                f,
+                "{why} (an error, not a miss: check the server's error log, or the directory of a file:// store)"
+            ),
             Failure::NoAnswer(why) => write!(
                 f,
                 "{why} (check that the server is up and reachable; QOLA_PREBUILT_TIMEOUT sets how long to wait)"

@@ -60,9 +60,11 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
     assert_eq!(report.compiled(), 2);
     let page = out.join("qola-timings-qola_mha.html");
     let log = std::fs::read_to_string(&report.log).unwrap();
+    let trace_file = out.join("qola-timings-qola_mha.json");
     assert!(
-        log.contains(&format!("timings: {}", page.display())),
-        "the log says where the report is: {log}"
+        log.contains(&format!("timings: {}", page.display()))
+            && log.contains(&trace_file.display().to_string()),
+        "the log says where the report and its trace are: {log}"
     );
 
     let dom = qola_tests::rendered_dom(&chromium, &page, &tmp.path().join("profile"));
@@ -77,10 +79,11 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
         .replace('<', "&lt;")
         .replace('>', "&gt;");
     assert!(dom.contains(&summary), "{summary} in {dom}");
+    // The figures count what the legend counts, in its words.
     for (figure, value) in [
         ("compiled", report.compiled().to_string()),
         (
-            "reused",
+            "qola-cache",
             (report.units.len() - report.compiled()).to_string(),
         ),
         ("jobs", report.jobs.to_string()),
@@ -95,6 +98,30 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
     assert!(dom.contains("compiled: 2"), "{dom}");
     assert!(dom.contains("from qola's cache: 9"), "{dom}");
     assert!(dom.contains("failed: 0"), "{dom}");
+    assert!(
+        dom.contains("units compiled</dt>") && dom.contains("units from qola's cache</dt>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("outlined: a job on the critical path"),
+        "every mark is in the legend: {dom}"
+    );
+    // The slowest units say how each ended in words, never a style's name.
+    assert!(
+        !dom.contains("<td>qola-cache</td>") && !dom.contains("<td>remote-cache</td>"),
+        "{dom}"
+    );
+    // The time axis reaches the build's end: its last tick is at or after it.
+    let ticks: Vec<f64> = dom
+        .split("<text x=\"")
+        .filter_map(|t| t.split_once("\" y=\"11\">").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split(" s</text>").next()?.parse().ok())
+        .collect();
+    let wall = report.elapsed.as_secs_f64();
+    assert!(
+        ticks.last().is_some_and(|t| *t >= wall - 0.05),
+        "the axis ({ticks:?}) covers the build's {wall:.1} s"
+    );
     // Each unit on the time axis: the compiled ones' jobs on slots, the reused on their lane.
     assert_eq!(rects(&dom, "data-ended=\"compiled\"").len(), 2, "{dom}");
     assert_eq!(rects(&dom, "data-ended=\"qola-cache\"").len(), 9, "{dom}");
@@ -117,10 +144,15 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
     assert!(std::fs::metadata(&png).unwrap().len() > 10_000);
 
     // The Chrome trace beside it: a complete event per job, on its slot.
-    let trace: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("qola-timings-qola_mha.json")).unwrap(),
-    )
-    .unwrap();
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace_file).unwrap()).unwrap();
+    // Perfetto's JSON importer takes a counter's values as numbers only (a null is an error).
+    for event in trace["traceEvents"].as_array().unwrap() {
+        if event["ph"] == "C" {
+            let args = event["args"].as_object().unwrap();
+            assert!(args.values().all(|v| v.is_number()), "{event}");
+        }
+    }
     let jobs = trace["traceEvents"]
         .as_array()
         .unwrap()

@@ -773,7 +773,11 @@ impl OutputBuild {
         if timings && bytes > 0 {
             let dir = self.output_dir.join("_qola").join("build").join(&s.md_name);
             match crate::compile::write_prebuilt_timings(&dir, &s.md_name, line, seconds) {
-                Ok(path) => eprintln!("qola build: {}: timings: {}", s.md_name, path.display()),
+                Ok(path) => eprintln!(
+                    "qola build: {}: timings: {}",
+                    s.md_name,
+                    crate::compile::where_timings_are(&path)
+                ),
                 Err(e) => eprintln!(
                     "qola: warning: cannot write the timings report in {}: {e}",
                     dir.display()

@@ -391,8 +391,8 @@ pub(super) fn finish_log(
         .collect();
     let timings = timings.map(|(path, took)| {
         format!(
-            "timings: {} (written in {:.1} ms)",
-            path.display(),
+            "timings: {}, written in {:.1} ms",
+            crate::compile::timings::where_written(&path),
             took.as_secs_f64() * 1e3
         )
     });

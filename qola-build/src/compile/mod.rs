@@ -56,7 +56,9 @@ pub use launcher::farm::FarmReport;
 pub use launcher::{LauncherHits, RemoteFailures};
 pub use report::{CompilePlan, CompileReport, PlannedUnit, UnitReport};
 pub(crate) use resolve::flag_variables;
-pub(crate) use timings::write_prebuilt as write_prebuilt_timings;
+pub(crate) use timings::{
+    where_written as where_timings_are, write_prebuilt as write_prebuilt_timings,
+};
 use toolchain::HipToolchain;
 
 /// An incremental HIP library build (see the module docs).

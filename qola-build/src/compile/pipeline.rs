@@ -358,7 +358,10 @@ impl HipBuild {
                 &objects,
             );
             if let Some((path, _)) = timings {
-                directives.info(&format!("timings of the failed build: {}", path.display()));
+                directives.info(&format!(
+                    "timings of the failed build: {}",
+                    timings::where_written(&path)
+                ));
             }
             execute::remove_scratch(&staged.scratch);
             return Err(execute::failed_compile(&resolved, &staged, failed)?);

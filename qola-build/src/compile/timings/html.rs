@@ -19,20 +19,67 @@ dl.figures dd { margin: 0; font-size: 18px; font-weight: 600; }
 .legend span { display: inline-block; margin-right: 16px; }
 .legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: -1px; }
 svg text { font-size: 11px; fill: #333; }
-svg text.bar { fill: #fff; font-size: 10px; pointer-events: none; }
+svg text.bar { font-size: 10px; pointer-events: none; }
 table { border-collapse: collapse; font-size: 12px; }
 td, th { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 td { max-width: 380px; overflow-wrap: anywhere; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.compiled { fill: #4e79a7; background: #4e79a7; }
-.qola-cache { fill: #59a14f; background: #59a14f; }
-.launcher-cache { fill: #76b7b2; background: #76b7b2; }
-.remote-cache { fill: #edc948; background: #edc948; }
-.distributed { fill: #b07aa1; background: #b07aa1; }
-.failed { fill: #e15759; background: #e15759; }
-.shared { fill: #bab0ac; background: #bab0ac; }
-rect.critical { stroke: #000; stroke-width: 1.5; }
+rect.critical, i.critical { stroke: #000; stroke-width: 1.5; outline: 1.5px solid #000; outline-offset: -1.5px; }
+i.critical { background: #fff; }
 "#;
+
+/// Each way a unit ended (and `shared`, a job of several units) and its colour: a bar's fill and
+/// the legend's swatch. A bar's label takes black or white, whichever reads better on it.
+const PALETTE: [(&str, &str); 7] = [
+    ("compiled", "#4e79a7"),
+    ("qola-cache", "#59a14f"),
+    ("launcher-cache", "#76b7b2"),
+    ("remote-cache", "#edc948"),
+    ("distributed", "#b07aa1"),
+    ("failed", "#e15759"),
+    ("shared", "#bab0ac"),
+];
+
+/// WCAG 2's relative luminance of `#rrggbb`.
+fn luminance(hex: &str) -> f64 {
+    let channel = |i: usize| {
+        let c = u8::from_str_radix(&hex[1 + 2 * i..3 + 2 * i], 16).expect("a #rrggbb colour");
+        let c = f64::from(c) / 255.0;
+        if c <= 0.03928 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2)
+}
+
+/// WCAG 2's contrast ratio of two colours (1 to 21; 4.5 is AA for text).
+fn contrast(a: &str, b: &str) -> f64 {
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
+/// The label colour that reads better on `fill`.
+fn label_on(fill: &str) -> &'static str {
+    match contrast(fill, "#ffffff") >= contrast(fill, "#111111") {
+        true => "#ffffff",
+        false => "#111111",
+    }
+}
+
+/// The palette's rules: the fill and swatch of each class, and its labels' colour.
+fn palette_style() -> String {
+    PALETTE
+        .iter()
+        .map(|(class, fill)| {
+            format!(
+                ".{class} {{ fill: {fill}; background: {fill}; }}\nsvg text.bar.{class} {{ fill: {}; }}\n",
+                label_on(fill)
+            )
+        })
+        .collect()
+}
 
 const SCRIPT: &str = r#"
 const D = JSON.parse(document.getElementById('timings').textContent);
@@ -52,25 +99,29 @@ const html = (tag, attrs, text) => {
 const secs = s => s >= 100 ? s.toFixed(0) + ' s' : s.toFixed(1) + ' s';
 const mib = b => b == null ? '-' : (b / 1048576).toFixed(0) + ' MiB';
 const base = p => p.split('/').pop();
-const end = Math.max(D.wall, ...D.spans.map(s => s.start + s.seconds), 0.001);
+const last = Math.max(D.wall, ...D.spans.map(s => s.start + s.seconds), 0.001);
+// The axis runs to the first tick at or after the build's end: it covers the whole build.
+const step = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200]
+  .find(s => last / s <= 12) || 14400;
+const end = Math.ceil(last / step - 1e-9) * step;
 const W = 1100, LEFT = 110, LANE = 20;
 const x = t => LEFT + (W - LEFT - 10) * t / end;
 const ticks = () => {
-  const step = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200]
-    .find(s => end / s <= 12) || 14400;
   const out = [];
-  for (let t = 0; t <= end + 1e-9; t += step) out.push(t);
+  for (let k = 0; k * step <= end + 1e-9; k++) out.push(k * step);
   return out;
 };
 
-// The figures of the summary line.
-const figures = [
-  ['compiled', 'units compiled', D.compiled],
-  ['reused', "from qola's cache", D.reused],
-  ['wall', 'wall time', secs(D.wall)],
-  ['jobs', 'at once', D.jobs],
-  ['critical', 'critical path', secs(D.critical_seconds)],
-];
+// The figures: how many units ended each way (the legend's words and counts), then the times.
+const words = Object.fromEntries(D.endings);
+const count = kind => D.units.filter(u => u.ended === kind).length;
+const figures = D.endings.filter(([kind]) => count(kind) > 0)
+  .map(([kind, w]) => [kind, 'units ' + w, count(kind)])
+  .concat([
+    ['wall', 'wall time', secs(D.wall)],
+    ['jobs', 'at once', D.jobs],
+    ['critical', 'critical path', secs(D.critical_seconds)],
+  ]);
 const dl = document.getElementById('figures');
 for (const [key, words, value] of figures) {
   const d = html('div', {'data-figure': key});
@@ -80,17 +131,17 @@ for (const [key, words, value] of figures) {
 
 // The legend, with how many units ended each way.
 const legend = document.getElementById('legend');
-for (const [kind, words] of D.endings) {
-  const n = D.units.filter(u => u.ended === kind).length;
+for (const [kind, w] of D.endings) {
   const s = html('span', {'data-ended': kind});
-  s.append(html('i', {class: kind}), document.createTextNode(words + ': ' + n));
+  s.append(html('i', {class: kind}), document.createTextNode(w + ': ' + count(kind)));
   legend.append(s);
 }
-legend.append((() => {
-  const s = html('span', {'data-ended': 'shared'});
-  s.append(html('i', {class: 'shared'}), document.createTextNode('a precompiled header several units share'));
-  return s;
-})());
+for (const [kind, w] of [['shared', 'a precompiled header several units share'],
+                         ['critical', 'outlined: a job on the critical path']]) {
+  const s = html('span', {'data-ended': kind});
+  s.append(html('i', {class: kind}), document.createTextNode(w));
+  legend.append(s);
+}
 
 // The lanes: qola's cache, then each slot.
 const slots = Math.max(D.jobs, ...D.spans.map(s => s.slot + 1), 1);
@@ -101,6 +152,9 @@ for (const t of ticks()) {
   timeline.append(el('line', {x1: x(t), x2: x(t), y1: 14, y2: 16 + LANE * lanes, stroke: '#e4e4e4'}));
   timeline.append(el('text', {x: x(t) + 2, y: 11}, secs(t)));
 }
+// Where the build ended.
+timeline.append(el('line', {x1: x(D.wall), x2: x(D.wall), y1: 14, y2: 16 + LANE * lanes, stroke: '#222',
+                            'stroke-dasharray': '2 2', id: 'build-end'}));
 let lane = 0;
 if (reused.length) {
   timeline.append(el('text', {x: 4, y: 30 + LANE * lane - 6}, "qola's cache"));
@@ -130,7 +184,7 @@ D.spans.forEach((s, i) => {
   const fits = Math.floor((attrs.width - 6) / 6.2);
   if (fits >= 6) {
     const words = (u ? base(u.source) : 'precompiled header') + ' ' + s.label;
-    timeline.append(el('text', {x: attrs.x + 3, y: attrs.y + LANE - 8, class: 'bar'},
+    timeline.append(el('text', {x: attrs.x + 3, y: attrs.y + LANE - 8, class: 'bar ' + kind},
       words.length > fits ? words.slice(0, fits - 1) + '…' : words));
   }
 });
@@ -172,7 +226,7 @@ const rows = D.units.map((u, i) => [u, i]).filter(([u]) => u.ended !== 'qola-cac
   .sort((a, b) => b[0].seconds - a[0].seconds).slice(0, 25);
 for (const [u, i] of rows) {
   const tr = html('tr', {'data-unit': i});
-  tr.append(html('td', {title: u.source}, base(u.source)), html('td', {}, u.ended),
+  tr.append(html('td', {title: u.source}, base(u.source)), html('td', {}, words[u.ended]),
             html('td', {class: 'n'}, secs(u.seconds)), html('td', {class: 'n'}, secs(u.cpu)),
             html('td', {class: 'n'}, mib(u.peak)), html('td', {}, u.passes), html('td', {}, u.reason));
   slow.append(tr);
@@ -212,7 +266,7 @@ pub(super) fn page(timeline: &Timeline) -> String {
 <head>
 <meta charset="utf-8">
 <title>qola timings: {library}</title>
-<style>{STYLE}</style>
+<style>{STYLE}{palette}</style>
 </head>
 <body>
 <h1>qola timings: {library}</h1>
@@ -240,5 +294,37 @@ pub(super) fn page(timeline: &Timeline) -> String {
         library = escape(&timeline.library),
         summary = escape(&timeline.summary),
         jobs_reason = escape(&timeline.jobs_reason),
+        palette = palette_style(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bar_label_reads_on_its_colour_at_wcag_aa() {
+        for (class, fill) in PALETTE {
+            let ratio = contrast(fill, label_on(fill));
+            assert!(
+                ratio >= 4.5,
+                "{class}: {fill} with {} is {ratio:.2}",
+                label_on(fill)
+            );
+        }
+        // The yellow of remote storage takes black, not white (white is 1.8 there).
+        assert_eq!(label_on("#edc948"), "#111111");
+        assert!(contrast("#edc948", "#ffffff") < 2.0);
+    }
+
+    #[test]
+    fn every_way_a_unit_ends_has_a_colour() {
+        for ended in Ended::ALL {
+            let class = serde_json::to_value(ended).unwrap();
+            assert!(
+                PALETTE.iter().any(|(c, _)| class == *c),
+                "{class} has no colour"
+            );
+        }
+    }
 }

@@ -120,9 +120,6 @@ pub(crate) struct Timeline {
     pub summary: String,
     /// Wall seconds of the whole build.
     pub wall: f64,
-    /// Units compiled, reused from qola's cache.
-    pub compiled: usize,
-    pub reused: usize,
     /// Compiles at once, and why.
     pub jobs: usize,
     pub jobs_reason: String,
@@ -153,17 +150,10 @@ impl Timeline {
     /// The timeline of `inputs`, with its critical path.
     pub(crate) fn new(inputs: Inputs) -> Timeline {
         let (critical, critical_seconds) = critical_path(&inputs.spans);
-        let reused = inputs
-            .units
-            .iter()
-            .filter(|u| u.ended == Ended::QolaCache)
-            .count();
         Timeline {
             library: inputs.library.to_string(),
             summary: inputs.summary,
             wall: inputs.wall,
-            compiled: inputs.units.len() - reused,
-            reused,
             jobs: inputs.jobs,
             jobs_reason: inputs.jobs_reason.to_string(),
             memory: inputs.memory,
@@ -174,15 +164,29 @@ impl Timeline {
         }
     }
 
-    /// Writes the report next to `log` (`qola-timings-<library>.html` and `.json`); returns the
+    /// Writes the report into `dir` (`qola-timings-<library>.html`, and its Chrome trace beside
+    /// it, [`trace_path`]); returns the
     /// HTML file.
     pub(crate) fn write(&self, dir: &Path) -> Result<PathBuf, crate::common::io::IoError> {
         let html = dir.join(format!("qola-timings-{}.html", self.library));
         crate::common::io::write_atomic(&html, html::page(self).as_bytes())?;
-        let json = dir.join(format!("qola-timings-{}.json", self.library));
-        crate::common::io::write_atomic(&json, trace::chrome_trace(self).as_bytes())?;
+        crate::common::io::write_atomic(&trace_path(&html), trace::chrome_trace(self).as_bytes())?;
         Ok(html)
     }
+}
+
+/// The Chrome trace beside the page `html`.
+pub(crate) fn trace_path(html: &Path) -> PathBuf {
+    html.with_extension("json")
+}
+
+/// Where the report is, in words: the page and its trace.
+pub(crate) fn where_written(html: &Path) -> String {
+    format!(
+        "{} (its Chrome trace, for Perfetto or chrome://tracing: {})",
+        html.display(),
+        trace_path(html).display()
+    )
 }
 
 /// The report of a library that came prebuilt (`qola build --prebuilt`): its line, the

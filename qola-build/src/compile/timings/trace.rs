@@ -55,9 +55,14 @@ pub(super) fn chrome_trace(timeline: &Timeline) -> String {
             "ph": "C", "pid": 1, "name": "jobs running", "ts": micros(at),
             "args": { "jobs": jobs, "cap": timeline.jobs }
         }));
+        // A counter's values are numbers only (Perfetto's importer drops a null as an error):
+        // the memory the cap divided is there when there was one.
+        let mut memory = json!({ "held": bytes >> 20 });
+        if let Some(available) = timeline.memory {
+            memory["available"] = json!(available >> 20);
+        }
         events.push(json!({
-            "ph": "C", "pid": 1, "name": "memory held (MiB)", "ts": micros(at),
-            "args": { "held": bytes >> 20, "available": timeline.memory.map(|m| m >> 20) }
+            "ph": "C", "pid": 1, "name": "memory held (MiB)", "ts": micros(at), "args": memory
         }));
     }
     json!({

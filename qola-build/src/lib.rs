@@ -135,7 +135,7 @@ pub use common::text::scaled_size;
 pub use compile::toolchain::HipToolchain;
 pub use compile::{
     BuildStats, CacheUsage, Cleared, CompilePlan, CompileReport, FarmReport, GroupUsage, HipBuild,
-    LauncherHits, PlannedUnit, RemoteFailures, UnitReport,
+    LauncherHits, PlannedJob, PlannedUnit, RemoteFailures, UnitReport,
 };
 pub use error::{
     AiterError, CompileError, EnvError, Error, ErrorKind, IoError, ManifestError, NoCacheDir,

@@ -11,9 +11,10 @@ use std::path::Path;
 use qola_build::{CompileReport, HipBuild};
 use qola_tests::BuiltinKernels;
 
-/// The built-in kernels `kernels` built into `out` with `cache`, timings on.
-fn build(kernels: &BuiltinKernels, cache: &Path, out: &Path) -> CompileReport {
-    HipBuild::new()
+/// The build of the built-in kernels `kernels` into `out` with `cache`, timings on.
+fn builder(kernels: &BuiltinKernels, cache: &Path, out: &Path) -> HipBuild {
+    let mut build = HipBuild::new();
+    build
         .files(&kernels.sources)
         .include(&kernels.include)
         .flag("-std=c++17")
@@ -22,7 +23,13 @@ fn build(kernels: &BuiltinKernels, cache: &Path, out: &Path) -> CompileReport {
         .cache_dir(cache)
         .out_dir(out)
         .timings(true)
-        .cargo_metadata(false)
+        .cargo_metadata(false);
+    build
+}
+
+/// The built-in kernels `kernels` built into `out` with `cache`, timings on.
+fn build(kernels: &BuiltinKernels, cache: &Path, out: &Path) -> CompileReport {
+    builder(kernels, cache, out)
         .try_compile("qola_mha")
         .unwrap_or_else(|e| panic!("{e}"))
 }
@@ -47,8 +54,46 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
     let tmp = tempfile::tempdir().unwrap();
     let kernels = BuiltinKernels::of_qola_sys().copy_to(&tmp.path().join("kernels"));
     let cache = tmp.path().join("cache");
+    // The plan names the jobs the build then runs (the trace's names: `<source>: <job>`).
+    let plan = builder(&kernels, &cache, &tmp.path().join("cold"))
+        .try_plan("qola_mha")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut planned: Vec<String> = plan
+        .units
+        .iter()
+        .flat_map(|u| {
+            let name = u.source.file_name().unwrap().to_string_lossy().into_owned();
+            u.jobs.iter().map(move |j| format!("{name}: {}", j.job))
+        })
+        .chain(
+            plan.shared_jobs
+                .iter()
+                .map(|j| format!("(shared): {}", j.job)),
+        )
+        .collect();
+    planned.sort();
+    // One architecture, no include prefix two units share: one call each.
+    assert_eq!(planned.len(), 11, "{planned:?}");
     let cold = build(&kernels, &cache, &tmp.path().join("cold"));
     assert_eq!(cold.compiled(), 11);
+    let trace_jobs = |file: &Path| -> Vec<String> {
+        let trace: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let mut ran: Vec<String> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| e["name"].as_str().unwrap().to_string())
+            .collect();
+        ran.sort();
+        ran
+    };
+    assert_eq!(
+        trace_jobs(&tmp.path().join("cold/qola-timings-qola_mha.json")),
+        planned,
+        "the trace's jobs are the plan's"
+    );
     // Two sources change: two units compile, nine come from qola's cache.
     for name in ["fwd_bf16.hip", "bwd_dq_fp16.hip"] {
         let path = kernels.dir.join(name);
@@ -153,13 +198,11 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
             assert!(args.values().all(|v| v.is_number()), "{event}");
         }
     }
-    let jobs = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .count();
-    assert_eq!(jobs, 2);
+    assert_eq!(
+        trace_jobs(&trace_file),
+        ["bwd_dq_fp16.hip: one call", "fwd_bf16.hip: one call"],
+        "two units changed, each alone with its include prefix: one call each"
+    );
 }
 
 #[test]

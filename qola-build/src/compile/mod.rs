@@ -54,7 +54,7 @@ pub use cache::{BuildStats, CacheUsage, Cleared, GroupUsage};
 pub use error::CompileError;
 pub use launcher::farm::FarmReport;
 pub use launcher::{LauncherHits, RemoteFailures};
-pub use report::{CompilePlan, CompileReport, PlannedUnit, UnitReport};
+pub use report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport};
 pub(crate) use resolve::flag_variables;
 pub(crate) use timings::{
     where_written as where_timings_are, write_prebuilt as write_prebuilt_timings,

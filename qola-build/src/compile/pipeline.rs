@@ -24,7 +24,7 @@ use crate::compile::launcher::farm;
 use crate::compile::passes::Prepared;
 use crate::compile::passes::prepare::{Context, ToCompile, prepare};
 use crate::compile::plan::{self, Unit, UnitPlan};
-use crate::compile::report::{CompilePlan, CompileReport, PlannedUnit};
+use crate::compile::report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit};
 use crate::compile::resolve::{Resolved, full_path};
 use crate::compile::run::{memory, progress};
 use crate::compile::stage::{self, Staged};
@@ -132,6 +132,21 @@ impl HipBuild {
         Ok(units)
     }
 
+    /// Why a unit of this build compiles in one call rather than passes (when its passes were
+    /// not split; see `passes`).
+    fn one_call_reason(&self, r: &Resolved) -> String {
+        match (&r.launcher, r.archs.len() > 1 || r.host_pch) {
+            (crate::compile::launcher::Launcher::None, false) => {
+                "one architecture and no shared precompiled header: nothing to split".to_string()
+            }
+            (crate::compile::launcher::Launcher::None, true) => {
+                "one live architecture and no include prefix shared with other units (or a driver that does not say how it bundles)".to_string()
+            }
+            _ => "a compiler launcher caches and sends whole compiles, so units are not split"
+                .to_string(),
+        }
+    }
+
     /// How many of the units whose ids are `to_compile` run at once, and why.
     fn parallelism(
         &self,
@@ -225,8 +240,17 @@ impl HipBuild {
         let mut r = Resolved::new(self, &env)?;
         let mut objects = r.object_cache(&directives);
         let units = self.units(&mut r, &env, name, &mut objects, false)?;
+        // The jobs, as the build stages them (its passes worked out the same way: the compiler
+        // is asked what the build asks it, kept in qola's cache; nothing is compiled).
+        let staged = self.stage(&units, &r, &objects)?;
+        let job = |j: usize| PlannedJob {
+            job: staged.labels[j].clone(),
+            why: stage::why(&staged.labels[j]),
+            command: staged.commands[j].clone(),
+        };
+        let one_call = self.one_call_reason(&r);
         let mut planned = Vec::new();
-        for unit in &units {
+        for (index, unit) in units.iter().enumerate() {
             let (key, object, decision, reason) = match &unit.plan {
                 UnitPlan::Reuse { key, compiled_for } => (
                     Some(key.clone()),
@@ -241,7 +265,23 @@ impl HipBuild {
                     reason.to_string(),
                 ),
             };
+            let jobs: Vec<PlannedJob> = staged
+                .scratch
+                .iter()
+                .filter(|s| s.unit == index)
+                .flat_map(|s| s.jobs.iter().map(|j| job(*j)))
+                .collect();
+            let how = match (unit.plan.compiles(), staged.reports[index].passes.as_str()) {
+                (false, _) => String::new(),
+                (true, "one call") if !unit.extra.is_empty() => {
+                    "one call: the unit has flags of its own".to_string()
+                }
+                (true, "one call") => format!("one call: {one_call}"),
+                (true, passes) => passes.to_string(),
+            };
             planned.push(PlannedUnit {
+                how,
+                jobs,
                 command: r.compile_command(
                     &unit.extra,
                     &unit.source,
@@ -278,6 +318,7 @@ impl HipBuild {
         };
         Ok(CompilePlan {
             library,
+            shared_jobs: staged.pchs.iter().map(|(_, j)| job(*j)).collect(),
             link,
             units: planned,
             archs: r.archs,

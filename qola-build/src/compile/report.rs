@@ -140,6 +140,24 @@ pub struct PlannedUnit {
     /// Why: where a reused object was compiled, or why the unit compiles (`first build`,
     /// `flags changed: ...`, `new content: <header>`).
     pub reason: String,
+    /// How it compiles, in words (`one call` and why, or its passes); empty when reused.
+    pub how: String,
+    /// The jobs a build runs for it, in order (none when reused): the names the timings
+    /// report and its trace give them.
+    pub jobs: Vec<PlannedJob>,
+}
+
+/// One job of a build as [`HipBuild::try_plan`](super::HipBuild::try_plan) plans it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
+pub struct PlannedJob {
+    /// What it is: `one call`, `device <arch>`, `empty device <arch>`, `bundle`, `host`,
+    /// `precompiled header`.
+    pub job: String,
+    /// Why it is as it is, where that is not plain from its name.
+    pub why: String,
+    /// Its command; the bundle is `(bundle) <fat binary>`: qola writes it itself.
+    pub command: Vec<String>,
 }
 
 /// What [`HipBuild::try_plan`](super::HipBuild::try_plan) found.
@@ -148,6 +166,8 @@ pub struct PlannedUnit {
 pub struct CompilePlan {
     /// Every unit, in file order.
     pub units: Vec<PlannedUnit>,
+    /// Jobs several units share (a precompiled header for their host passes), run first.
+    pub shared_jobs: Vec<PlannedJob>,
     /// The link commands, in order.
     pub link: Vec<String>,
     /// The library they produce.

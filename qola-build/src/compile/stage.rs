@@ -304,6 +304,21 @@ fn pch_command(resolved: &Resolved, pch: &Pch) -> Vec<String> {
     argv
 }
 
+/// Why a job of `label` is as it is (see [`Staged::labels`]), in words for a plan.
+pub(super) fn why(label: &str) -> String {
+    let why = match label.split(' ').next().unwrap_or_default() {
+        "empty" => {
+            "the unit's guard leaves nothing for this architecture: the empty unit's code object (proved to stand for it) is bundled instead of a compile"
+        }
+        "device" => "the unit's code for this architecture",
+        "bundle" => "qola writes the fat binary of the device code objects in the driver's layout",
+        "host" => "the host code, with the fat binary embedded; its depfile is the unit's",
+        "precompiled" => "the include prefix the units share, compiled once for their host passes",
+        _ => "",
+    };
+    why.to_string()
+}
+
 /// How a unit compiles, in words (see [`UnitReport::passes`]).
 fn describe(split: Option<&Split>) -> String {
     let Some(split) = split else {

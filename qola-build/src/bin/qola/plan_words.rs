@@ -1,12 +1,12 @@
-//! `qola plan` in words: per module its counts, its library key, and each decision with its
-//! reason; with `-v` also the compiler, the flags every unit compiles with, each generator's
-//! command and each unit with its command.
+//! `qola plan` in words: per module its counts, its library key, the jobs a build runs by kind,
+//! and each decision with its reason; with `-v` also the compiler, each generator's command, and
+//! each unit with how it compiles and its jobs (what each is, why, its command: the flags).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use qola_build::ModulePlan;
 use qola_build::aiter::prebuilt::LibraryKey;
+use qola_build::{ModulePlan, PlannedJob};
 
 /// The words for one module, each line ended.
 pub(crate) fn module(module: &ModulePlan) -> String {
@@ -35,6 +35,27 @@ pub(crate) fn module(module: &ModulePlan) -> String {
         ),
         LibraryKey::None { why } => writeln!(out, "  no library key: {why}"),
     };
+    // The jobs a build runs, by kind (the timings report's names).
+    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    let jobs = units
+        .iter()
+        .flat_map(|u| &u.jobs)
+        .chain(&module.compile.shared_jobs);
+    for job in jobs {
+        let kind = match job.job.split(' ').next().unwrap_or_default() {
+            "device" => "device passes",
+            "empty" => "empty device passes",
+            "bundle" => "bundles",
+            "host" => "host passes",
+            "precompiled" => "precompiled headers",
+            _ => "one-call compiles",
+        };
+        *kinds.entry(kind).or_default() += 1;
+    }
+    if !kinds.is_empty() {
+        let listed: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let _ = writeln!(out, "  jobs: {}", listed.join(", "));
+    }
     if module.verbose {
         verbose(&mut out, module);
     }
@@ -81,6 +102,10 @@ fn verbose(out: &mut String, module: &ModulePlan) {
             g.command.replace("{}", &g.dir.display().to_string())
         );
     }
+    for job in &compile.shared_jobs {
+        let _ = writeln!(out, "  shared by several units:");
+        self::job(out, job);
+    }
     for unit in &compile.units {
         let _ = writeln!(
             out,
@@ -89,9 +114,23 @@ fn verbose(out: &mut String, module: &ModulePlan) {
             unit.source.display(),
             unit.reason
         );
-        let _ = writeln!(out, "             {}", unit.command.join(" "));
+        if !unit.how.is_empty() {
+            let _ = writeln!(out, "    how: {}", unit.how);
+        }
+        for job in &unit.jobs {
+            self::job(out, job);
+        }
     }
     for step in &compile.link {
         let _ = writeln!(out, "  link: {step}");
     }
+}
+
+/// One job in words: what it is, why, and its command.
+fn job(out: &mut String, job: &PlannedJob) {
+    let _ = match job.why.is_empty() {
+        true => writeln!(out, "    {}", job.job),
+        false => writeln!(out, "    {}: {}", job.job, job.why),
+    };
+    let _ = writeln!(out, "      {}", job.command.join(" "));
 }

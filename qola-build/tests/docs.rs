@@ -24,11 +24,13 @@ fn names_run() -> Vec<String> {
     }
     let mut names = Vec::new();
     for text in &texts {
-        for (open, close) in [("docs::tested(\"", "\")"), ("tools/doc-block ", "\n")] {
+        for open in ["docs::tested(\"", "tools/doc-block "] {
             for piece in text.split(open).skip(1) {
-                if let Some((name, _)) = piece.split_once(close) {
-                    names.push(name.split_whitespace().next().unwrap_or("").to_string());
-                }
+                let name: String = piece
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                names.push(name);
             }
         }
     }

@@ -187,9 +187,7 @@ pub fn clear_object_cache(cache_dir: Option<&std::path::Path>) -> Result<Cleared
         Some(dir) => dir.to_path_buf(),
         None => cache::dir(&env)?,
     };
-    Ok(compile::clear_cache(&cache, |message| {
-        directives.warning(message)
-    })?)
+    Ok(compile::clear_cache(&cache, &directives)?)
 }
 
 /// Reads an environment variable from a build script the way qola does: Cargo is told to rerun

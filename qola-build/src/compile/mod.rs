@@ -349,13 +349,17 @@ pub(crate) fn cache_usage(
 }
 
 /// Empties qola's object cache under `cache` but for what running builds hold (`qola cache
-/// --clear`, see [`cache::ObjectCache::clear`]). `say` tells the user what it waits for.
-pub(crate) fn clear_cache(cache: &Path, say: impl Fn(&str)) -> error::Result<Cleared> {
+/// --clear`, see [`cache::ObjectCache::clear`]), telling the user through `directives` what
+/// it waits for.
+pub(crate) fn clear_cache(
+    cache: &Path,
+    directives: &crate::build_script::Directives,
+) -> error::Result<Cleared> {
     let objects = cache::ObjectCache::open(
         cache.join(crate::cache::OBJECTS),
         None,
         crate::common::hooks::Hooks::default(),
-        say,
+        directives,
     );
     objects.clear()
 }

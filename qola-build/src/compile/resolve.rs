@@ -279,7 +279,7 @@ impl Resolved {
             self.cache.join(crate::cache::OBJECTS),
             Some(&self.out_dir),
             self.hooks.clone(),
-            |message| directives.warning(message),
+            directives,
         )
     }
 

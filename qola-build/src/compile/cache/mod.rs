@@ -60,6 +60,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::build_script::Directives;
 use crate::common::hooks::Hooks;
 use crate::common::lock;
 use crate::compile::error::{CompileError, Result};
@@ -150,18 +151,19 @@ pub(crate) struct ObjectCache<'a> {
     unwritable: Option<String>,
     hashes: HashMap<PathBuf, Option<blake3::Hash>>,
     hooks: Hooks,
-    /// Says something to the user at once (a warning; what the build waits for).
-    say: Box<dyn Fn(&str) + 'a>,
+    /// Where it tells the user at once: a warning, or what the build waits for.
+    directives: &'a Directives,
 }
 
 impl<'a> ObjectCache<'a> {
     /// The shared cache at `root` for a build whose output directory is `out_dir` (`None`:
-    /// only the shared cache, as `qola cache` uses it); `say` tells the user what happens.
+    /// only the shared cache, as `qola cache` uses it), telling the user what happens through
+    /// `directives`.
     pub(crate) fn open(
         root: PathBuf,
         out_dir: Option<&Path>,
         hooks: Hooks,
-        say: impl Fn(&str) + 'a,
+        directives: &'a Directives,
     ) -> ObjectCache<'a> {
         let own = Layer::new(match out_dir {
             Some(dir) => dir.join("qola-cache").join(crate::cache::OBJECTS),
@@ -174,7 +176,7 @@ impl<'a> ObjectCache<'a> {
             unwritable: None,
             hashes: HashMap::new(),
             hooks,
-            say: Box::new(say),
+            directives,
         };
         match Store::open(&cache.shared) {
             Ok(store) => cache.store = Some(store),
@@ -189,7 +191,7 @@ impl<'a> ObjectCache<'a> {
         if self.unwritable.is_some() || self.own.root == self.shared.root {
             return;
         }
-        (self.say)(&format!(
+        self.directives.warning(&format!(
             "qola's object cache {} cannot be written ({why}); this build keeps what it compiles in {} instead. To share objects between builds again, make room (QOLA_CACHE_MAX_SIZE) or point QOLA_CACHE_DIR at a cache this build can write",
             self.shared.root.display(),
             self.own.root.display()
@@ -413,7 +415,7 @@ impl<'a> ObjectCache<'a> {
                         object.display(),
                         if removed { "; removed" } else { "" }
                     );
-                    (self.say)(&format!(
+                    self.directives.warning(&format!(
                         "qola's object cache: {why}; the unit is compiled again"
                     ));
                     return Err(why);
@@ -515,7 +517,7 @@ impl<'a> ObjectCache<'a> {
     fn lock(&self, what: &str) -> Option<lock::Held> {
         let layer = &self.store.as_ref()?.layer;
         lock::acquire(&layer.lock(), |who| {
-            (self.say)(&format!(
+            self.directives.info(&format!(
                 "waiting for qola's object cache {} to {what} (its lock {} is held by {who})",
                 layer.root.display(),
                 layer.lock().display()
@@ -631,7 +633,9 @@ mod tests {
     }
 
     fn open(root: &Path) -> ObjectCache<'static> {
-        ObjectCache::open(root.to_path_buf(), None, Hooks::default(), |_| {})
+        // A test's cache says what it must on standard error, for the life of the test.
+        let directives: &'static Directives = Box::leak(Box::new(Directives::new(false)));
+        ObjectCache::open(root.to_path_buf(), None, Hooks::default(), directives)
     }
 
     #[test]

@@ -103,12 +103,12 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The warnings of a run, but that it waited for another test's use of the shared tree.
+/// The warnings of a run (that it waited for another test's use of the shared tree is
+/// information, not a warning).
 fn warnings(out: &Output) -> Vec<String> {
     stderr(out)
         .lines()
         .filter(|l| l.starts_with("qola: warning:"))
-        .filter(|l| !l.starts_with("qola: warning: waiting for another qola preparation"))
         .map(String::from)
         .collect()
 }

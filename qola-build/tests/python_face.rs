@@ -218,7 +218,7 @@ fn te_builds_with_python_m_qola_cli_from_the_wheel_with_no_qola_on_its_path() {
 }
 
 #[test]
-fn a_refusal_through_python_m_qola_cli_exits_two_as_the_binary_does() {
+fn a_refusal_through_python_m_qola_cli_exits_three_as_the_binary_does() {
     let Some(wheel) = wheel() else {
         return;
     };
@@ -243,7 +243,7 @@ fn a_refusal_through_python_m_qola_cli_exits_two_as_the_binary_does() {
     assert_eq!(prepare().status.code(), Some(0));
     std::fs::write(root.join("README.md"), "an edit\n").unwrap();
     let refused = prepare();
-    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused));
     assert!(String::from_utf8_lossy(&refused.stdout).contains("\"refused\""));
 }
 

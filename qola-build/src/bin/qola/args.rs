@@ -12,8 +12,9 @@ use qola_build::{OutputBuild, Prepare};
 /// qola: prepare AMD's AITER sources (a pinned commit plus a patch series) and build its
 /// kernels, correctly and incrementally; a drop-in for QoLA's `build` and `checkout`.
 ///
-/// Exit status: 0 success, 2 refused (local edits), 1 error (build: any module failed).
-/// With --json, standard output is exactly one JSON object; messages go to standard error.
+/// Exit status: 0 success, 1 error (build: any module failed), 2 usage error, 3 refused
+/// (local edits). Reports go to standard output; with --json it is exactly one JSON object.
+/// Progress, information and warnings go to standard error.
 #[derive(Debug, Parser)]
 #[command(name = "qola", version, max_term_width = 100)]
 pub(crate) struct Cli {

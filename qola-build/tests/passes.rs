@@ -17,42 +17,6 @@ use qola_build::aiter::{AiterModuleSpec, prepare_module};
 use qola_build::{CompileReport, HipBuild};
 use qola_tests::{HipProject, hipcc_available};
 
-/// The jobs `build`'s plan names, as the timings trace names them (`<source>: <job>`), sorted.
-fn planned_jobs(build: &HipBuild, library: &str) -> Vec<String> {
-    let plan = build.try_plan(library).unwrap_or_else(|e| panic!("{e}"));
-    let mut jobs: Vec<String> = plan
-        .units
-        .iter()
-        .flat_map(|u| {
-            let name = u.source.file_name().unwrap().to_string_lossy().into_owned();
-            u.jobs.iter().map(move |j| format!("{name}: {}", j.job))
-        })
-        .chain(
-            plan.shared_jobs
-                .iter()
-                .map(|j| format!("(shared): {}", j.job)),
-        )
-        .collect();
-    jobs.sort();
-    jobs
-}
-
-/// The jobs the timings trace of `library`'s build into `out` names, sorted.
-fn traced_jobs(out: &Path, library: &str) -> Vec<String> {
-    let file = out.join(format!("qola-timings-{library}.json"));
-    let trace: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let mut jobs: Vec<String> = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "X")
-        .map(|e| e["name"].as_str().unwrap().to_string())
-        .collect();
-    jobs.sort();
-    jobs
-}
-
 /// The objects the child build `child` compiled into `out` (its `qola-test-object <path>`
 /// lines), in order.
 fn child_objects(child: &mut Command, out: &Path) -> Vec<Vec<u8>> {
@@ -128,7 +92,7 @@ fn a_unit_split_into_its_passes_is_the_one_call_s_bytes_in_every_place_with_debi
     // The same project, in another place, in this process: split, as its plan says.
     let project = HipProject::create(&tmp.path().join("here/src"));
     let mut build = two_arch_build(&project, &tmp.path().join("here"), "split");
-    let planned = planned_jobs(&build, "demo");
+    let planned = common::planned_jobs(&build, "demo");
     let split = build
         .timings(true)
         .try_compile("demo")
@@ -138,7 +102,10 @@ fn a_unit_split_into_its_passes_is_the_one_call_s_bytes_in_every_place_with_debi
         12,
         "two device passes, a bundle and a host pass per unit: {planned:?}"
     );
-    assert_eq!(traced_jobs(&tmp.path().join("here/split"), "demo"), planned);
+    assert_eq!(
+        common::traced_jobs(&tmp.path().join("here/split"), "demo"),
+        planned
+    );
     assert!(
         split
             .units
@@ -250,7 +217,7 @@ fn composable_kernel_instances_split_with_dead_passes_and_a_shared_header_are_th
         .cache_dir(place.join("cache"))
         .out_dir(place.join("out"));
     // The plan names the jobs the build runs: dead passes, the shared header, the bundles.
-    let planned = planned_jobs(&build, "instances");
+    let planned = common::planned_jobs(&build, "instances");
     let split = build
         .timings(true)
         .try_compile("instances")
@@ -261,7 +228,10 @@ fn composable_kernel_instances_split_with_dead_passes_and_a_shared_header_are_th
             && planned.iter().filter(|j| j.ends_with(": bundle")).count() == 2,
         "{planned:?}"
     );
-    assert_eq!(traced_jobs(&place.join("out"), "instances"), planned);
+    assert_eq!(
+        common::traced_jobs(&place.join("out"), "instances"),
+        planned
+    );
     let passes: Vec<(String, &str)> = split
         .units
         .iter()

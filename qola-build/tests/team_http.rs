@@ -18,6 +18,16 @@ mod common;
 
 use qola_tests::{HttpCache, tool};
 
+/// The lines of `stderr` about the launcher's remote storage's failures: exactly one.
+fn remote_warnings(stderr: &str) -> Vec<&str> {
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("'s remote storage"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    warnings
+}
+
 #[test]
 fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_and_down_or_refusing_servers_are_told_apart()
  {
@@ -111,11 +121,7 @@ fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_an
         d.contains("qola compiled 3 of 3 HIP units") && d.contains("ccache answered 0 of the 3"),
         "{d}"
     );
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("'s remote storage"))
-        .collect();
-    assert_eq!(warnings.len(), 1, "{stderr}");
+    let warnings = remote_warnings(&stderr);
     assert!(
         warnings[0].contains("did not answer")
             && warnings[0].contains("check that the server is up"),
@@ -131,11 +137,7 @@ fn ci_fills_an_http_cache_another_path_compiles_nothing_a_reader_never_writes_an
     );
     let (e, stderr) = run("E", &refusing.url(), false);
     assert!(e.contains("qola compiled 3 of 3 HIP units"), "{e}");
-    let warnings: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.contains("'s remote storage"))
-        .collect();
-    assert_eq!(warnings.len(), 1, "{stderr}");
+    let warnings = remote_warnings(&stderr);
     assert!(
         warnings[0]
             .contains("remote storage refused 3 requests (HTTP 403): it answered and said no")

@@ -55,42 +55,14 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
     let kernels = BuiltinKernels::of_qola_sys().copy_to(&tmp.path().join("kernels"));
     let cache = tmp.path().join("cache");
     // The plan names the jobs the build then runs (the trace's names: `<source>: <job>`).
-    let plan = builder(&kernels, &cache, &tmp.path().join("cold"))
-        .try_plan("qola_mha")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut planned: Vec<String> = plan
-        .units
-        .iter()
-        .flat_map(|u| {
-            let name = u.source.file_name().unwrap().to_string_lossy().into_owned();
-            u.jobs.iter().map(move |j| format!("{name}: {}", j.job))
-        })
-        .chain(
-            plan.shared_jobs
-                .iter()
-                .map(|j| format!("(shared): {}", j.job)),
-        )
-        .collect();
-    planned.sort();
+    let cold_out = tmp.path().join("cold");
+    let planned = common::planned_jobs(&builder(&kernels, &cache, &cold_out), "qola_mha");
     // One architecture, no include prefix two units share: one call each.
     assert_eq!(planned.len(), 11, "{planned:?}");
-    let cold = build(&kernels, &cache, &tmp.path().join("cold"));
+    let cold = build(&kernels, &cache, &cold_out);
     assert_eq!(cold.compiled(), 11);
-    let trace_jobs = |file: &Path| -> Vec<String> {
-        let trace: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-        let mut ran: Vec<String> = trace["traceEvents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["ph"] == "X")
-            .map(|e| e["name"].as_str().unwrap().to_string())
-            .collect();
-        ran.sort();
-        ran
-    };
     assert_eq!(
-        trace_jobs(&tmp.path().join("cold/qola-timings-qola_mha.json")),
+        common::traced_jobs(&cold_out, "qola_mha"),
         planned,
         "the trace's jobs are the plan's"
     );
@@ -199,7 +171,7 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
         }
     }
     assert_eq!(
-        trace_jobs(&trace_file),
+        common::traced_jobs(&out, "qola_mha"),
         ["bwd_dq_fp16.hip: one call", "fwd_bf16.hip: one call"],
         "two units changed, each alone with its include prefix: one call each"
     );

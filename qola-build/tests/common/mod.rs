@@ -297,3 +297,39 @@ pub fn ccache_count(stats: &str, name: &str) -> u64 {
 pub fn ccache_counter(dir: &Path, name: &str) -> u64 {
     ccache_count(&ccache_stats(dir), name)
 }
+
+/// The jobs `build`'s plan names, as the timings trace names them (`<source>: <job>`), sorted.
+pub fn planned_jobs(build: &qola_build::HipBuild, library: &str) -> Vec<String> {
+    let plan = build.try_plan(library).unwrap_or_else(|e| panic!("{e}"));
+    let mut jobs: Vec<String> = plan
+        .units
+        .iter()
+        .flat_map(|u| {
+            let name = u.source.file_name().unwrap().to_string_lossy().into_owned();
+            u.jobs.iter().map(move |j| format!("{name}: {}", j.job))
+        })
+        .chain(
+            plan.shared_jobs
+                .iter()
+                .map(|j| format!("(shared): {}", j.job)),
+        )
+        .collect();
+    jobs.sort();
+    jobs
+}
+
+/// The jobs the timings trace of `library`'s build into `out` names, sorted.
+pub fn traced_jobs(out: &Path, library: &str) -> Vec<String> {
+    let file = out.join(format!("qola-timings-{library}.json"));
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut jobs: Vec<String> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    jobs.sort();
+    jobs
+}

@@ -150,7 +150,9 @@ const lanes = (reused.length ? 1 : 0) + slots;
 const timeline = el('svg', {width: W, height: 30 + LANE * lanes, id: 'timeline'});
 for (const t of ticks()) {
   timeline.append(el('line', {x1: x(t), x2: x(t), y1: 14, y2: 16 + LANE * lanes, stroke: '#e4e4e4'}));
-  timeline.append(el('text', {x: x(t) + 2, y: 11}, secs(t)));
+  // The last tick's label ends at its line, inside the picture.
+  const label = t + step > end + 1e-9 ? {x: x(t) - 2, 'text-anchor': 'end', y: 11} : {x: x(t) + 2, y: 11};
+  timeline.append(el('text', label, secs(t)));
 }
 // Where the build ended.
 timeline.append(el('line', {x1: x(D.wall), x2: x(D.wall), y1: 14, y2: 16 + LANE * lanes, stroke: '#222',

@@ -157,7 +157,7 @@ fn selected_modules<'m>(
     manifest: &'m qola_build::Manifest,
     selection: Option<&str>,
 ) -> Result<Vec<Selected<'m>>, BoxError> {
-    let names: Option<Vec<&str>> = selection.map(|m| m.split(',').map(str::trim).collect());
+    let names: Option<Vec<String>> = selection.map(qola_build::split_list);
     if let Some(names) = &names {
         for name in names {
             if !manifest.modules.iter().any(|m| m.name == *name) {
@@ -173,7 +173,7 @@ fn selected_modules<'m>(
     }
     let mut selected = Vec::new();
     for module in &manifest.modules {
-        let named = names.as_ref().map(|n| n.contains(&module.name.as_str()));
+        let named = names.as_ref().map(|n| n.contains(&module.name));
         match (wrapper(&module.name), named) {
             (Some((source, exports)), None | Some(true)) => {
                 selected.push((module, source, exports))

@@ -131,7 +131,7 @@ pub mod manifest;
 mod prepare;
 
 pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuild};
-pub use common::text::scaled_size;
+pub use common::text::{scaled_size, split_list};
 pub use compile::toolchain::HipToolchain;
 pub use compile::{
     BuildStats, CacheUsage, Cleared, CompilePlan, CompileReport, FarmReport, GroupUsage, HipBuild,

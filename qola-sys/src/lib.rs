@@ -25,7 +25,7 @@
 //! |---|---|
 //! | `QOLA_KERNELS` | `builtin` (default): qola's kernels; `aiter` (default when `QOLA_MANIFEST` names a manifest with modules): AITER's `libmha_fwd` and `libmha_bwd` behind the same C API |
 //! | `QOLA_MANIFEST` | the qola manifest for `aiter` (default: qola-sys's own `qola.toml`, shipped in the package with `patches/aiter`); see qola-build for every preparation variable |
-//! | `QOLA_AITER_MODULES` | `aiter`: the modules to build, comma-separated (default: every module of the manifest qola-sys wraps: `libmha_fwd`, `libmha_bwd`, `libgemm_a4w4_blockscale`, `libgemm_a4w4_asm`) |
+//! | `QOLA_AITER_MODULES` | `aiter`: the modules to build, `,`- or `;`-separated (default: every module of the manifest qola-sys wraps: `libmha_fwd`, `libmha_bwd`, `libgemm_a4w4_blockscale`, `libgemm_a4w4_asm`) |
 //! | `QOLA_CK_FILTER`, `QOLA_CK_FILTER_<MODULE>` | `aiter`: CK's `--filter` for every module, or for one (`QOLA_CK_FILTER_LIBMHA_BWD`): narrow builds |
 //! | `GPU_ARCHS`, `QOLA_GPU_ARCHS` | architectures to compile for (default: this machine's GPUs) |
 //! | `HIPCC`, `ROCM_PATH`, `HIP_PATH` | the HIP compiler |

@@ -898,10 +898,7 @@ pub fn check_groups(prepare: &Prepare, groups: &[String]) -> Result<()> {
 fn group_list<'a>(lists: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     lists
         .into_iter()
-        .flat_map(|list| list.split([';', ',']))
-        .map(str::trim)
-        .filter(|g| !g.is_empty())
-        .map(String::from)
+        .flat_map(crate::common::text::split_list)
         .collect()
 }
 

@@ -27,6 +27,17 @@ pub(crate) fn short_id(id: &str) -> &str {
     &id[..12.min(id.len())]
 }
 
+/// The items of a list as QoLA and the environment write them (`"gfx942;gfx950"`,
+/// `"mha,gemm"`): split at `;` or `,`, trimmed, empty items dropped. Every list qola reads from
+/// text (architectures, groups, manifest strings, `--arch`, `--group`) goes through here.
+pub fn split_list(list: &str) -> Vec<String> {
+    list.split([';', ','])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 /// `bytes` in the unit that fits it, binary multiples as `ls -h` and ccache print them:
 /// `512 B`, `1.4 MiB`, `20.0 GiB`.
 pub fn scaled_size(bytes: u64) -> String {
@@ -46,6 +57,15 @@ pub fn scaled_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_splits_at_semicolons_and_commas_and_drops_empty_items() {
+        assert_eq!(
+            split_list(" gfx942; gfx950,,gfx90a ;"),
+            ["gfx942", "gfx950", "gfx90a"]
+        );
+        assert!(split_list(" ; ").is_empty());
+    }
 
     #[test]
     fn sizes_are_said_in_the_unit_that_fits_them() {

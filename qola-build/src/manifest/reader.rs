@@ -117,13 +117,7 @@ impl<'t> Reader<'t> {
     /// A list of strings, or one string of `;`- or `,`-separated items.
     pub(crate) fn split_list(&mut self, v: &Value, key: String) -> Option<Vec<String>> {
         match v.get_ref() {
-            DeValue::String(s) => Some(
-                s.split([';', ','])
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect(),
-            ),
+            DeValue::String(s) => Some(crate::common::text::split_list(s)),
             _ => self.strings(v, key),
         }
     }

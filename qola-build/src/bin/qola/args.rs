@@ -147,7 +147,7 @@ pub(crate) struct BuildCmd {
         value_name = "DIR"
     )]
     pub output: PathBuf,
-    /// GPU architecture, repeatable or `;`-separated [default: the manifest's [build]
+    /// GPU architecture, repeatable, `;`- or `,`-separated [default: the manifest's [build]
     /// architectures, then GPU_ARCHS, then this machine's].
     #[arg(long = "arch", value_name = "ARCH")]
     pub archs: Vec<String>,
@@ -254,10 +254,7 @@ impl BuildCmd {
         let archs: Vec<String> = self
             .archs
             .iter()
-            .flat_map(|a| a.split(';'))
-            .map(str::trim)
-            .filter(|a| !a.is_empty())
-            .map(String::from)
+            .flat_map(|a| qola_build::split_list(a))
             .collect();
         let mut build = OutputBuild::new(self.prepare.options(), &self.output);
         build

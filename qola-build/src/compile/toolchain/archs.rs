@@ -15,13 +15,7 @@ use crate::compile::error::{CompileError, Result};
 use crate::compile::toolchain::HipToolchain;
 use crate::compile::toolchain::probe::{ProbeAnswer, probe};
 
-fn split(list: &str) -> Vec<String> {
-    list.split([';', ','])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
-}
+use crate::common::text::split_list as split;
 
 /// The architectures to compile for; `native` anywhere in a list is replaced by this machine's.
 pub(crate) fn resolve(env: &Env, explicit: &[String], manifest: &[String]) -> Result<Vec<String>> {

@@ -308,7 +308,7 @@ fn pch_command(resolved: &Resolved, pch: &Pch) -> Vec<String> {
 pub(super) fn why(label: &str) -> String {
     let why = match label.split(' ').next().unwrap_or_default() {
         "empty" => {
-            "the unit's guard leaves nothing for this architecture: the empty unit's code object (proved to stand for it) is bundled instead of a compile"
+            "the unit's guard leaves nothing for this architecture, so this pass compiles the empty unit instead (proved to stand for it)"
         }
         "device" => "the unit's code for this architecture",
         "bundle" => "qola writes the fat binary of the device code objects in the driver's layout",

@@ -80,10 +80,9 @@ fn verbose(out: &mut String, module: &ModulePlan) {
     let toolchain = &compile.toolchain;
     let _ = writeln!(
         out,
-        "  compiler {} ({}), {} at once ({})",
+        "  compiler {} ({}); {}",
         toolchain.path.display(),
         toolchain.version(),
-        compile.jobs,
         compile.jobs_reason
     );
     if !module.dropped_flags.is_empty() {

@@ -134,17 +134,10 @@ impl HipBuild {
 
     /// Why a unit of this build compiles in one call rather than passes (when its passes were
     /// not split; see `passes`).
-    fn one_call_reason(&self, r: &Resolved) -> String {
-        match (&r.launcher, r.archs.len() > 1 || r.host_pch) {
-            (crate::compile::launcher::Launcher::None, false) => {
-                "one architecture and no shared precompiled header: nothing to split".to_string()
-            }
-            (crate::compile::launcher::Launcher::None, true) => {
-                "one live architecture and no include prefix shared with other units (or a driver that does not say how it bundles)".to_string()
-            }
-            _ => "a compiler launcher caches and sends whole compiles, so units are not split"
-                .to_string(),
-        }
+    fn one_call_reason(&self, r: &Resolved) -> &'static str {
+        r.never_split().unwrap_or(
+            "one live architecture and no include prefix shared with other units (or a driver that does not say how it bundles)",
+        )
     }
 
     /// How many of the units whose ids are `to_compile` run at once, and why.

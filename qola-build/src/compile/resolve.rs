@@ -283,15 +283,25 @@ impl Resolved {
         )
     }
 
+    /// Why no unit of this build is split into passes, when none can be: a launcher (it caches
+    /// and sends whole compiles), or one architecture and no shared includes (nothing to split).
+    pub(crate) fn never_split(&self) -> Option<&'static str> {
+        if !matches!(self.launcher, Launcher::None) {
+            return Some(
+                "a compiler launcher caches and sends whole compiles, so units are not split",
+            );
+        }
+        (self.archs.len() <= 1 && !self.host_pch)
+            .then_some("one architecture and no shared precompiled header: nothing to split")
+    }
+
     /// How the driver bundles device code objects (see `passes::bundle`), when this build
     /// splits units into passes: with no launcher (see `passes`) and a driver that says how
     /// (its `-###` command for a tiny kernel, and the fat binary of that kernel compiled for the
     /// build's architectures; asked once per compiler and arguments and kept in qola's cache).
     /// The links' directory exists; `scratch` is the build's.
     pub(crate) fn bundle_layout(&self, scratch: &Path) -> Option<Layout> {
-        // One architecture and no shared includes: nothing to split (a unit is one call).
-        let worth_it = self.archs.len() > 1 || self.host_pch;
-        if !matches!(self.launcher, Launcher::None) || !worth_it {
+        if self.never_split().is_some() {
             return None;
         }
         let command = self.command();

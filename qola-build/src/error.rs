@@ -91,7 +91,7 @@ impl From<AiterError> for Error {
     }
 }
 
-crate::failure_from!(Error);
+crate::common::failure::failure_from!(Error);
 
 /// `Result` with qola's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -150,7 +150,7 @@ pub use prepare::{
 /// then `manifest_archs`, then `GPU_ARCHS`, then this machine's GPUs), from a build script.
 pub fn gpu_archs(manifest_archs: &[String]) -> Result<Vec<String>> {
     let directives = build_script::Directives::new(true);
-    Ok(compile::toolchain::archs::resolve(
+    Ok(compile::resolve_archs(
         &build_script::Env::new(&directives),
         &[],
         manifest_archs,

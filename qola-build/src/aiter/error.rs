@@ -210,4 +210,4 @@ fn codegen_hint(stderr: &str) -> &'static str {
 /// and give each subsystem's error as it is ([`AiterError`] for their own).
 pub(crate) type Result<T, E = crate::Error> = std::result::Result<T, E>;
 
-crate::failure_from!(AiterError);
+crate::common::failure::failure_from!(AiterError);

@@ -49,6 +49,7 @@ pub use api_generation::{
 };
 pub use codegen::Generated;
 pub use error::AiterError;
+pub(crate) use error::Result;
 pub use hsa::{EmbeddedHsa, embed_hsa};
 pub use library::{AiterLibrary, Api, CppApi, library};
 pub use module::{

@@ -11,7 +11,7 @@ use crate::aiter::needs;
 use crate::aiter::recipe::{self, AiterPaths, ModuleRecipe};
 use crate::aiter::registry::{Context, Registry};
 use crate::build_script::Env;
-use crate::compile::toolchain::HipToolchain;
+use crate::compile::HipToolchain;
 use crate::manifest::Module;
 
 /// The oldest HIP whose clang compiles composable_kernel's tile code.
@@ -85,34 +85,6 @@ fn core_hip_flags(version: (u32, u32, u32)) -> Vec<&'static str> {
         flags.push("-mllvm -amdgpu-coerce-illegal-types=1");
     }
     flags
-}
-
-/// Whether the compiler accepts `flag` (an `-mllvm` option), probed once and cached.
-fn flag_supported(
-    toolchain: &HipToolchain,
-    flag: &str,
-    arch: &str,
-    cache: &Path,
-    scratch: &Path,
-) -> Result<bool> {
-    let mut command: Vec<String> = [
-        toolchain.path.to_string_lossy().into_owned(),
-        "-x".to_string(),
-        "hip".to_string(),
-        format!("--offload-arch={arch}"),
-        "-c".to_string(),
-    ]
-    .into();
-    command.extend(flag.split_whitespace().map(String::from));
-    let answer = crate::compile::toolchain::probe::probe(
-        &toolchain.identity,
-        &toolchain.env,
-        &command,
-        &command,
-        Some(cache),
-        scratch,
-    )?;
-    Ok(answer == crate::compile::toolchain::probe::ProbeAnswer::Accepted)
 }
 
 /// A module of the prepared tree, ready to compile: its generated and listed sources, include
@@ -596,7 +568,7 @@ fn flags_for(
     let scratch = spec.gen_dir.join("qola-flag-probe");
     for flag in hip {
         if flag.starts_with("-mllvm")
-            && !flag_supported(toolchain, &flag, &arch, spec.cache, &scratch)?
+            && !toolchain.accepts_flag(&flag, &arch, spec.cache, &scratch)?
         {
             dropped_flags.push(flag);
             continue;

@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::{AiterLibrary, Api, CppApi, library};
 use crate::aiter::module::AiterModuleSpec;
-use crate::aiter::prebuilt::key::KeyContext;
+use crate::aiter::prebuilt::KeyContext;
 use crate::aiter::prebuilt::{Arrival, LibraryKey, Stores};
 use crate::aiter::registry::Registry;
 use crate::build_script::{Directives, Env};
@@ -40,10 +40,10 @@ use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
 use crate::common::precedence::Setting;
 use crate::compile::CompilePlan;
-use crate::compile::toolchain::HipToolchain;
+use crate::compile::HipToolchain;
 use crate::manifest::ManifestError;
 use crate::manifest::{BuildMode, Manifest, Module};
-use crate::prepare::settings::{Prepare, Settings};
+use crate::prepare::{Prepare, Settings};
 
 /// A `qola build` (see the module docs).
 #[derive(Debug, Clone)]
@@ -326,11 +326,7 @@ impl OutputBuild {
             return Err(ManifestError::Missing.into());
         }
         let manifest = settings.manifest.clone();
-        let archs = crate::compile::toolchain::archs::resolve(
-            env,
-            &self.archs,
-            &manifest.build.architectures,
-        )?;
+        let archs = crate::compile::resolve_archs(env, &self.archs, &manifest.build.architectures)?;
         let cache = settings.cache.clone().ok_or(crate::cache::NoCacheDir)?;
         let namespace = manifest.namespace().map(String::from);
         let variants = manifest.variant_filters()?;
@@ -385,7 +381,7 @@ impl OutputBuild {
     fn keys(&self, env: &Env, ctx: &Inputs, selected: &[Selected]) -> Result<Vec<LibraryKey>> {
         let series = crate::prepare::load_series(&ctx.settings.series)?;
         let python = crate::aiter::module::generator_python(env)?;
-        let interpreter = crate::aiter::prebuilt::key::interpreter_identity(&python)?;
+        let interpreter = crate::aiter::prebuilt::interpreter_identity(&python)?;
         let cx = KeyContext {
             commit: ctx.settings.commit.as_deref(),
             series: &series,

@@ -7,28 +7,7 @@
 use std::ffi::OsString;
 
 use crate::build_script::directives::Directives;
-use crate::common::kind::ErrorKind;
-
-/// An environment variable whose value qola cannot use.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "environment variable {name}={value:?} is not valid: expected {expected}; unset it or fix its value"
-)]
-pub struct EnvError {
-    /// The variable.
-    pub name: String,
-    /// Its value.
-    pub value: String,
-    /// What was expected.
-    pub expected: String,
-}
-
-impl EnvError {
-    /// An input error: fix the variable.
-    pub fn kind(&self) -> ErrorKind {
-        ErrorKind::Input
-    }
-}
+use crate::common::failure::EnvError;
 
 /// Reads environment variables and tells Cargo about each one.
 #[derive(Debug)]

@@ -4,6 +4,6 @@
 pub(crate) mod directives;
 mod env;
 
+pub use crate::common::failure::EnvError;
 pub(crate) use directives::Directives;
 pub(crate) use env::Env;
-pub use env::EnvError;

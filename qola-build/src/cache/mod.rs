@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 
 use crate::build_script::Env;
-use crate::common::kind::ErrorKind;
+pub use crate::common::failure::NoCacheDir;
 
 /// The managed AITER checkouts.
 pub(crate) const CHECKOUTS: &str = "checkouts";
@@ -26,20 +26,6 @@ pub(crate) const OBJECTS: &str = "hip";
 pub(crate) const PROBES: &str = "probes";
 /// Compile-farm configs and toolchain archives.
 pub(crate) const FARM: &str = "farm";
-
-/// No directory for qola's cache could be found.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "cannot find a cache directory for the managed AITER checkout: set QOLA_AITER_ROOT (the checkout) or QOLA_CACHE_DIR (qola's cache), or HOME"
-)]
-pub struct NoCacheDir;
-
-impl NoCacheDir {
-    /// An input error: set one of the variables.
-    pub fn kind(&self) -> ErrorKind {
-        ErrorKind::Input
-    }
-}
 
 /// qola's cache: `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
 pub(crate) fn find(env: &Env) -> Option<PathBuf> {

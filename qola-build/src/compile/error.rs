@@ -145,17 +145,7 @@ impl CompileError {
     }
 }
 
-impl From<crate::compile::launcher::farm::error::FarmError> for CompileError {
-    fn from(error: crate::compile::launcher::farm::error::FarmError) -> CompileError {
-        use crate::compile::launcher::farm::error::FarmError;
-        match error {
-            FarmError::Problem(problem) => CompileError::Farm { problem },
-            FarmError::Failure(e) => CompileError::Failure(e),
-        }
-    }
-}
-
 /// `Result` with a [`CompileError`].
 pub(crate) type Result<T, E = CompileError> = std::result::Result<T, E>;
 
-crate::failure_from!(CompileError);
+crate::common::failure::failure_from!(CompileError);

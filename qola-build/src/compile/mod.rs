@@ -34,17 +34,12 @@
 
 mod cache;
 pub(crate) mod error;
-mod execute;
 mod launcher;
-mod link;
 mod passes;
 mod pipeline;
-mod plan;
 mod report;
 mod resolve;
-mod roots;
 mod run;
-mod stage;
 mod timings;
 pub(crate) mod toolchain;
 
@@ -52,14 +47,16 @@ use std::path::{Path, PathBuf};
 
 pub use cache::{BuildStats, CacheUsage, Cleared, GroupUsage};
 pub use error::CompileError;
-pub use launcher::farm::FarmReport;
+pub(crate) use error::Result;
+pub use launcher::FarmReport;
 pub use launcher::{LauncherHits, RemoteFailures};
 pub use report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport};
+pub(crate) use resolve::Roots;
 pub(crate) use resolve::flag_variables;
 pub(crate) use timings::{
     where_written as where_timings_are, write_prebuilt as write_prebuilt_timings,
 };
-use toolchain::HipToolchain;
+pub(crate) use toolchain::{HipToolchain, resolve_archs};
 
 /// An incremental HIP library build (see the module docs).
 ///
@@ -245,8 +242,8 @@ impl HipBuild {
     }
 
     /// The shared library at `path` as this build links it.
-    fn shared_link<'a>(&'a self, path: &'a Path) -> link::SharedLink<'a> {
-        link::SharedLink {
+    fn shared_link<'a>(&'a self, path: &'a Path) -> pipeline::SharedLink<'a> {
+        pipeline::SharedLink {
             library: path,
             version_script: self.version_script.as_deref(),
             flags: &self.link_flags,

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::compile::launcher::FarmReport;
 use crate::compile::launcher::LauncherHits;
-use crate::compile::launcher::farm::FarmReport;
 use crate::compile::toolchain::HipToolchain;
 
 /// One translation unit of a finished build.

@@ -95,3 +95,5 @@ impl Manifest {
 
 #[cfg(test)]
 mod tests;
+
+pub(crate) use reader::Reader;

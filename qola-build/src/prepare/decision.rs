@@ -10,10 +10,10 @@
 //! adopts a tree that already is the prepared state. A preparation carries the compared tree
 //! it acts on (`T`), so acting needs nothing the decision did not see.
 
-use crate::prepare::git::state::PathState;
+use crate::prepare::git::PathState;
 use crate::prepare::report::Action;
-pub(crate) use crate::prepare::report::why::Resumed;
-use crate::prepare::report::why::{Difference, How, Why};
+pub(crate) use crate::prepare::report::Resumed;
+use crate::prepare::report::{Difference, How, Why};
 
 /// How the checkout was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -318,7 +318,7 @@ mod tests {
     //! The decision table, row by row, on constructed facts (no git).
 
     use super::*;
-    use crate::prepare::git::state::Entry;
+    use crate::prepare::git::Entry;
 
     fn state(id: &str) -> PathState {
         Some(Entry {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use git2::{DiffOptions, Patch};
 
-use crate::prepare::git::state::blob_id;
+use crate::prepare::git::blob_id;
 use crate::prepare::patch::{FileContent, encode_literal};
 
 /// One path's change: content before and after (`None`: absent).

@@ -14,16 +14,16 @@ use crate::common::time::unix_now;
 use crate::common::tree_path::on_disk;
 use crate::prepare::decision::Plan;
 use crate::prepare::diff::{Change, render};
-use crate::prepare::git::state::workdir_content;
+use crate::prepare::git::workdir_content;
 use crate::prepare::journal::{self, Journal, Kind};
 use crate::prepare::observe::{Compared, PinnedTree, Run};
 use crate::prepare::patch::{Series, parse_patch};
-use crate::prepare::record::fingerprint::scan;
-use crate::prepare::record::snapshot::Snapshot;
-use crate::prepare::record::stamp::Stamp;
-use crate::prepare::report::error::{PrepareError, Result};
-use crate::prepare::report::why::{LIST_LIMIT, name_some};
+use crate::prepare::record::Snapshot;
+use crate::prepare::record::Stamp;
+use crate::prepare::record::scan;
 use crate::prepare::report::{Action, Preparation, Reason, ReasonKind};
+use crate::prepare::report::{LIST_LIMIT, name_some};
+use crate::prepare::report::{PrepareError, Result};
 use crate::prepare::sync::{Target, check_writes, sync};
 
 /// Writes the prepared state as `plan` says; `report` is the status's report, completed here.
@@ -174,7 +174,7 @@ fn write_prepared(
     journal.step("verify");
     verify(&tree, &pinned_heads, &expected_fingerprint, root)?;
     tree.qola_dir.write_stamp(&Stamp {
-        schema: crate::prepare::record::key::SCHEMA,
+        schema: crate::prepare::record::SCHEMA,
         key,
         components,
         fingerprint: expected_fingerprint.clone(),

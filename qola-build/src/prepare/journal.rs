@@ -39,8 +39,8 @@ use serde::{Deserialize, Serialize};
 use crate::common::hooks::Hooks;
 use crate::common::io::io_error;
 use crate::common::io::is_absent;
-use crate::prepare::git::state::{FileContent, MODE_EXEC, MODE_SYMLINK};
-use crate::prepare::report::error::{PrepareError, Result};
+use crate::prepare::git::{FileContent, MODE_EXEC, MODE_SYMLINK};
+use crate::prepare::report::{PrepareError, Result};
 
 /// What a journal is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

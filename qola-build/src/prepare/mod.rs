@@ -42,6 +42,8 @@ pub(crate) use patch::PatchFile;
 pub(crate) use patch::{Series, load_series};
 mod sync;
 
+pub(crate) use settings::Settings;
+
 pub use report::error::PrepareError;
 pub use report::{Action, Preparation, Reason, ReasonKind};
 pub use settings::{DEFAULT_AITER_URL, Prepare};
@@ -53,18 +55,17 @@ use crate::common::tree_path::{on_disk, shown};
 use crate::prepare::decision::{Decision, Found, Resumed, decide};
 use crate::prepare::diff::{Change, render};
 use crate::prepare::execute::{execute, keep_renewed_snapshot};
-use crate::prepare::git::checkout::open_checkout;
-use crate::prepare::git::fetch::{clone_superproject, remove_partial_clones};
-use crate::prepare::git::lock::lock_checkout;
-use crate::prepare::git::pinned::{Pinned, Pristine};
-use crate::prepare::git::state::workdir_content;
+use crate::prepare::git::lock_checkout;
+use crate::prepare::git::open_checkout;
+use crate::prepare::git::workdir_content;
+use crate::prepare::git::{Pinned, Pristine};
+use crate::prepare::git::{clone_superproject, remove_partial_clones};
 use crate::prepare::observe::{Compared, Mode, Observed, Run, Seen, observe, stamp_submodules};
 use crate::prepare::patch::PristineTree;
-use crate::prepare::record::fingerprint::scan;
-use crate::prepare::record::stamp::QolaDir;
-use crate::prepare::report::error::Result;
-use crate::prepare::report::why::{LIST_LIMIT, Why, name_some};
-use crate::prepare::settings::Settings;
+use crate::prepare::record::QolaDir;
+use crate::prepare::record::scan;
+use crate::prepare::report::Result;
+use crate::prepare::report::{LIST_LIMIT, Why, name_some};
 
 impl PristineTree for Pinned {
     fn read(&self, path: &str) -> Result<Pristine> {

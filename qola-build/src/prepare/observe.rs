@@ -20,20 +20,20 @@ use crate::build_script::{Directives, Env};
 use crate::common::hooks::Hooks;
 use crate::common::tree_path::on_disk;
 use crate::prepare::decision::{Checkout, Facts, Found, PathFacts, RepoFacts, Resumed, StampFacts};
-use crate::prepare::git::checkout::open_checkout;
-use crate::prepare::git::fetch::{Fetcher, Network, Reach, resolve_commit};
-use crate::prepare::git::pinned::{Pinned, Pristine};
-use crate::prepare::git::state::{Entry, PathState, workdir_entry};
-use crate::prepare::git::untracked::untracked;
+use crate::prepare::git::open_checkout;
+use crate::prepare::git::untracked_paths;
+use crate::prepare::git::{Entry, PathState, workdir_entry};
+use crate::prepare::git::{Fetcher, Network, Reach, resolve_commit};
+use crate::prepare::git::{Pinned, Pristine};
 use crate::prepare::journal;
 use crate::prepare::patch::{
     Applied, FileContent, Series, apply_series, load_series, spec_excluded, written_for,
 };
-use crate::prepare::record::fingerprint::{TreeScan, fingerprint_of, scan};
-use crate::prepare::record::key::KeyComponents;
-use crate::prepare::record::snapshot::Snapshot;
-use crate::prepare::record::stamp::{QolaDir, Stamp};
-use crate::prepare::report::error::{PrepareError, Result};
+use crate::prepare::record::KeyComponents;
+use crate::prepare::record::Snapshot;
+use crate::prepare::record::{QolaDir, Stamp};
+use crate::prepare::record::{TreeScan, fingerprint_of, scan};
+use crate::prepare::report::{PrepareError, Result};
 use crate::prepare::settings::Settings;
 
 /// What a run may do: `prepare` writes, `status` and `diff` only read.
@@ -384,7 +384,7 @@ fn proved_by_snapshot(run: &Run, keyed: &Keyed) -> Result<Option<Proof>> {
         let walk = (run.mode == Mode::Status).then(|| {
             scope.spawn(|| {
                 let (files, repos) = snap.tracked();
-                untracked(root, &files, &repos)
+                untracked_paths(root, &files, &repos)
             })
         });
         let matches = snap.matches(root, &keyed.key);

@@ -7,9 +7,9 @@ use crate::build_script::Directives;
 use crate::build_script::{Env, EnvError};
 use crate::common::precedence::Setting;
 use crate::manifest::Manifest;
-use crate::prepare::git::url::{clone_url, normalize_url};
+use crate::prepare::git::{clone_url, normalize_url};
 use crate::prepare::patch::{SeriesSource, locate};
-use crate::prepare::report::error::{PrepareError, Result};
+use crate::prepare::report::{PrepareError, Result};
 
 /// The upstream used when nothing names one.
 pub const DEFAULT_AITER_URL: &str = "https://github.com/ROCm/aiter.git";

@@ -34,11 +34,11 @@ use git2::{IndexEntry, IndexTime, Oid, build::CheckoutBuilder};
 use crate::common::io::io_error;
 use crate::common::io::is_absent;
 use crate::common::tree_path::on_disk;
-use crate::prepare::git::pinned::{Pinned, PinnedRepo, Pristine};
-use crate::prepare::git::state::{Entry, PathState, workdir_entry};
+use crate::prepare::git::{Entry, PathState, workdir_entry};
+use crate::prepare::git::{Pinned, PinnedRepo, Pristine};
 use crate::prepare::journal::Journal;
 use crate::prepare::patch::{FileContent, MODE_GITLINK};
-use crate::prepare::report::error::{PrepareError, Result, git_error};
+use crate::prepare::report::{PrepareError, Result, git_error};
 
 /// The longest file name component Linux file systems take.
 const NAME_MAX: usize = 255;
@@ -304,8 +304,8 @@ fn submodules_leaving(repo: &PinnedRepo, pinned: &Pinned) -> Result<Vec<String>>
     if head == repo.commit || repo.repo.find_commit(head).is_err() {
         return Ok(Vec::new());
     }
-    let old = crate::prepare::git::pinned::gitlinks(&repo.repo, head, &repo.workdir)?;
-    let new = crate::prepare::git::pinned::gitlinks(&repo.repo, repo.commit, &repo.workdir)?;
+    let old = crate::prepare::git::gitlinks(&repo.repo, head, &repo.workdir)?;
+    let new = crate::prepare::git::gitlinks(&repo.repo, repo.commit, &repo.workdir)?;
     Ok(old
         .into_iter()
         .filter(|(path, _)| !new.iter().any(|(p, _)| p == path))

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::aiter::error::Result;
+use crate::aiter::Result;
 use crate::build_script::Env;
-use crate::compile::toolchain::HipToolchain;
+use crate::compile::HipToolchain;
 use crate::manifest::{BuildMode, Module, VariantFilters};
 use crate::prepare::Series;
 
@@ -253,7 +253,7 @@ pub(crate) fn interpreter_identity(python: &Path) -> Result<String> {
     let script = format!(
         "import sys, importlib.metadata as m\nprint(sys.version.replace(chr(10), ' '))\nfor p in {GENERATOR_PACKAGES:?}:\n    try: print(p, m.version(p))\n    except m.PackageNotFoundError: print(p, 'absent')\n"
     );
-    let fail = |stderr: String| crate::aiter::error::AiterError::Codegen {
+    let fail = |stderr: String| crate::aiter::AiterError::Codegen {
         command: format!("{} -c <the interpreter's identity>", python.display()),
         stderr,
         origin: None,

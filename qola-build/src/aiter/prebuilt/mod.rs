@@ -53,5 +53,7 @@ mod remote;
 mod store;
 mod stores;
 
+pub(crate) use key::{KeyContext, interpreter_identity};
+
 pub use key::{FORMAT, KeyInputs, LibraryKey, RECIPE_VERSION};
 pub(crate) use stores::{Arrival, Stores};

@@ -34,7 +34,7 @@ mod shipped;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::aiter::error::AiterError;
+use crate::aiter::AiterError;
 use crate::build_script::Env;
 
 pub use shipped::{config_header, materialize};
@@ -92,7 +92,7 @@ pub struct Entry {
 /// What the registry's strings are formatted with (see the module docs).
 pub(crate) struct Context<'a> {
     /// The tree's paths (`{AITER_META_DIR}`, ...).
-    pub(crate) paths: &'a crate::aiter::recipe::AiterPaths,
+    pub(crate) paths: &'a crate::aiter::AiterPaths,
     /// The tree's attention API generation (`{api_generation}`), when read.
     pub(crate) api_generation: Option<&'a str>,
     /// Where qola's own registry files are written (see [`materialize`]).
@@ -226,7 +226,7 @@ impl Entry {
     pub(crate) fn apply(
         &self,
         cx: &Context,
-        recipe: &mut crate::aiter::recipe::ModuleRecipe,
+        recipe: &mut crate::aiter::ModuleRecipe,
     ) -> Result<(), AiterError> {
         recipe.srcs.retain(|src| {
             !self

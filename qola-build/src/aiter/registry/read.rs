@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use toml::de::DeTable;
 
-use crate::aiter::error::AiterError;
+use crate::aiter::AiterError;
 use crate::aiter::registry::{Base, Entry, Registry};
-use crate::manifest::reader::Reader;
+use crate::manifest::Reader;
 
 /// The keys of a module's entry: QoLA's, then qola's own.
 const ENTRY_KEYS: &[&str] = &[

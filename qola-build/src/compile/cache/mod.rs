@@ -55,6 +55,8 @@ mod layer;
 mod lease;
 mod usage;
 
+pub(crate) use key::unit_id;
+
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -63,10 +65,11 @@ use std::time::SystemTime;
 use crate::build_script::Directives;
 use crate::common::hooks::Hooks;
 use crate::common::lock;
-use crate::compile::error::{CompileError, Result};
-use crate::compile::roots::Roots;
+use crate::compile::Roots;
+use crate::compile::{CompileError, Result};
 pub(crate) use key::Changed;
-use key::{Input, ObjectKey, Settings};
+pub(crate) use key::Settings;
+use key::{Input, ObjectKey};
 use layer::{Layer, Unusable};
 pub(crate) use lease::Evicted;
 pub use usage::{BuildStats, CacheUsage, GroupUsage};

@@ -27,9 +27,9 @@ mod sccache;
 use std::path::Path;
 
 use crate::build_script::Env;
-use crate::compile::error::Result;
+use crate::compile::Result;
 pub(crate) use ccache::Answer;
-use farm::FarmReport;
+pub use farm::FarmReport;
 pub(crate) use hits::requests;
 pub use hits::{LauncherHits, RemoteFailures};
 

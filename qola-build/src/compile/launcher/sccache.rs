@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::build_script::{Env, EnvError};
-use crate::compile::launcher::farm::error::FarmError;
 use crate::compile::launcher::farm::{SccacheStats, Server, UserConfig};
 use crate::compile::launcher::hits::LauncherHits;
 
@@ -38,7 +37,7 @@ impl Sccache {
 
     /// The user's sccache config when it has a `[dist]` section and sccache runs alone (no
     /// arguments): the compile farm's.
-    pub(crate) fn dist_config(&self, env: &Env) -> Result<Option<UserConfig>, FarmError> {
+    pub(crate) fn dist_config(&self, env: &Env) -> crate::compile::Result<Option<UserConfig>> {
         if self.words.len() > 1 {
             return Ok(None);
         }

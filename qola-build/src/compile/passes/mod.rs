@@ -44,10 +44,12 @@
 //! driver says how it bundles (`-###`). Otherwise, and for a unit with one live architecture
 //! and no shared includes, a unit is one hipcc call, with its `-cuid`.
 
+mod analysis;
 pub(crate) mod bundle;
 mod guard;
 pub(crate) mod prefix;
-pub(crate) mod prepare;
+
+pub(crate) use analysis::{Context, ToCompile, analyze};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -12,8 +12,13 @@
 //! largest resident set of the command or any process it waited for (the compiler proper, under
 //! hipcc and launchers). Those peaks become the per-unit memory estimates of later builds.
 
-pub(crate) mod memory;
-pub(crate) mod progress;
+mod memory;
+mod progress;
+
+pub(crate) use memory::{
+    Estimate, Parallelism, available as available_memory, decide as decide_parallelism,
+};
+pub(crate) use progress::{Echo, Progress};
 
 use std::collections::VecDeque;
 use std::io::Read;

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::{Ended, Inputs, Span, Timeline, UnitRow};
+use crate::compile::UnitReport;
 use crate::compile::launcher::Answer;
-use crate::compile::report::UnitReport;
 use crate::compile::run::Outcome;
 
 /// The jobs of a build, as staged and as run.

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::compile::error::{CompileError, Result};
 use crate::compile::toolchain::HipToolchain;
 use crate::compile::toolchain::probe::{ProbeAnswer, probe};
+use crate::compile::{CompileError, Result};
 
 use crate::common::text::split_list as split;
 

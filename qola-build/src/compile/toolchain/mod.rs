@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::compile::error::{CompileError, Result};
+use crate::compile::{CompileError, Result};
 
-pub(crate) mod archs;
+mod archs;
+pub(crate) use archs::{resolve as resolve_archs, validate as validate_archs};
 pub(crate) mod probe;
 
 /// Where a ROCm install keeps hipcc by default.

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::io::write_atomic;
-use crate::compile::error::{CompileError, Result};
+use crate::compile::{CompileError, Result};
 
 /// What the compiler said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,4 +76,35 @@ pub(crate) fn probe(
         let _ = write_atomic(record, text.as_bytes());
     }
     Ok(answer)
+}
+
+impl super::HipToolchain {
+    /// Whether the compiler accepts `flag` (such as an `-mllvm` option) for `arch`: an empty
+    /// kernel compiled with it, once per compiler, the answer kept under `cache`.
+    pub(crate) fn accepts_flag(
+        &self,
+        flag: &str,
+        arch: &str,
+        cache: &Path,
+        scratch: &Path,
+    ) -> Result<bool> {
+        let mut command: Vec<String> = [
+            self.path.to_string_lossy().into_owned(),
+            "-x".to_string(),
+            "hip".to_string(),
+            format!("--offload-arch={arch}"),
+            "-c".to_string(),
+        ]
+        .into();
+        command.extend(flag.split_whitespace().map(String::from));
+        let answer = probe(
+            &self.identity,
+            &self.env,
+            &command,
+            &command,
+            Some(cache),
+            scratch,
+        )?;
+        Ok(answer == ProbeAnswer::Accepted)
+    }
 }

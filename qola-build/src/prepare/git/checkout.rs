@@ -5,7 +5,7 @@ use std::path::Path;
 use git2::Repository;
 
 use crate::common::io::io_error;
-use crate::prepare::report::error::{PrepareError, Result};
+use crate::prepare::report::{PrepareError, Result};
 
 /// Opens the checkout at `root`; `None` when there is none yet (missing or empty directory).
 pub(crate) fn open_checkout(root: &Path) -> Result<Option<Repository>> {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use git2::Repository;
 
-use crate::prepare::report::error::{Result, git_error};
+use crate::prepare::report::{Result, git_error};
 
 /// Pins `core.autocrlf=false` and `core.filemode=true` in the repository's own config (never the
 /// global one), writing only what differs.

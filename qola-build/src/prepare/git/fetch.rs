@@ -13,7 +13,7 @@ use crate::common::io::io_error;
 use crate::prepare::git::config::pin_config;
 use crate::prepare::git::git_cli::GitCli;
 use crate::prepare::git::url::is_local_url;
-use crate::prepare::report::error::{PrepareError, Result, git_error};
+use crate::prepare::report::{PrepareError, Result, git_error};
 
 /// How a run may reach the network.
 #[derive(Clone, Copy)]

@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::build_script::Env;
 use crate::common::io::io_error;
 use crate::common::text::shell_quote;
-use crate::prepare::report::error::{PrepareError, Result};
+use crate::prepare::report::{PrepareError, Result};
 
 /// Variables that would point git at another repository than the one qola names.
 const REPOSITORY_VARIABLES: &[&str] = &[

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::io::io_error;
 use crate::common::lock::{Held, acquire};
-use crate::prepare::report::error::Result;
+use crate::prepare::report::Result;
 
 /// A held lock; released on drop.
 #[derive(Debug)]

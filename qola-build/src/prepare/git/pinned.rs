@@ -18,7 +18,7 @@ use crate::prepare::git::submodule::{
     Parent, open_detached_submodule, open_submodule, write_gitdir_link,
 };
 use crate::prepare::git::url::resolve_relative_url;
-use crate::prepare::report::error::{PrepareError, Result, git_error};
+use crate::prepare::report::{PrepareError, Result, git_error};
 
 /// One repository of the pinned state.
 pub(crate) struct PinnedRepo {

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::io::io_error;
 use crate::common::io::is_absent;
-use crate::prepare::report::error::{Result, git_error};
+use crate::prepare::report::{Result, git_error};
 
 /// A file's content and git mode (0o100644, 0o100755 or 0o120000 for a symlink).
 #[derive(Debug, Clone, PartialEq, Eq)]

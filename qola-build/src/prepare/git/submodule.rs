@@ -11,7 +11,7 @@ use crate::prepare::git::checkout::not_owned;
 use crate::prepare::git::config::{relative_path, set_config};
 use crate::prepare::git::fetch::{Network, Reach};
 use crate::prepare::git::git_cli::GitCli;
-use crate::prepare::report::error::{PrepareError, Result, git_error};
+use crate::prepare::report::{PrepareError, Result, git_error};
 
 /// The repository a submodule belongs to: its git directory and work tree.
 pub(crate) struct Parent<'a> {

@@ -10,11 +10,11 @@ use git2::Repository;
 
 use crate::common::io::io_error;
 use crate::common::text::join;
-use crate::prepare::report::error::{Result, git_error};
+use crate::prepare::report::{Result, git_error};
 
 /// Untracked paths under `root`, given every tracked file and every repository path (""
 /// for the superproject), all superproject-relative.
-pub(crate) fn untracked(root: &Path, files: &[&str], repos: &[&str]) -> Result<Vec<String>> {
+pub(crate) fn untracked_paths(root: &Path, files: &[&str], repos: &[&str]) -> Result<Vec<String>> {
     let tracked: HashSet<&str> = files.iter().copied().collect();
     let mut tracked_dirs: HashSet<&str> = HashSet::new();
     for path in files.iter().chain(repos.iter()) {

@@ -16,9 +16,9 @@ use std::path::Path;
 use super::model::{PatchFile, Series};
 use super::parse::parse_patch;
 use super::series::{PristineTree, SeriesSource, apply_series, load_series};
-use crate::prepare::git::pinned::Pristine;
-use crate::prepare::git::state::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
-use crate::prepare::report::error::Result;
+use crate::prepare::git::Pristine;
+use crate::prepare::git::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
+use crate::prepare::report::Result;
 
 /// How many mutated cases one run checks.
 const CASES: usize = 3000;

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::prepare::report::error::{PrepareError, Result};
+use crate::prepare::report::{PrepareError, Result};
 
 /// What is found at one reading of `patches_dir`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

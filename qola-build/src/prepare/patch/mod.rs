@@ -15,7 +15,7 @@ mod model;
 mod parse;
 mod series;
 
-pub(crate) use crate::prepare::git::state::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK};
+pub(crate) use crate::prepare::git::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK};
 pub(crate) use binary::encode_literal;
 pub(crate) use bundled::{spec_excluded, written_for};
 pub(crate) use location::locate;

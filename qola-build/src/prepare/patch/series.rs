@@ -10,11 +10,9 @@ use super::binary::apply_delta;
 use super::hunks::apply_hunks;
 use super::model::{BinaryData, Body, FilePatch, LineKind, Patch, PatchFile, Series};
 use super::parse::parse_patch;
-use crate::prepare::git::pinned::Pristine;
-use crate::prepare::git::state::{
-    FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK, blob_id,
-};
-use crate::prepare::report::error::{PrepareError, Result};
+use crate::prepare::git::Pristine;
+use crate::prepare::git::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK, blob_id};
+use crate::prepare::report::{PrepareError, Result};
 
 /// Where a preparation's series comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -35,9 +35,9 @@ use std::path::Path;
 use git2::{Repository, Status, StatusOptions};
 
 use crate::common::text::join;
-use crate::prepare::git::state::{Entry, PathState, workdir_entry};
+use crate::prepare::git::{Entry, PathState, workdir_entry};
 use crate::prepare::patch::{MODE_EXEC, MODE_FILE, MODE_GITLINK};
-use crate::prepare::report::error::{Result, git_error};
+use crate::prepare::report::{Result, git_error};
 
 /// What a scan of the work tree found.
 #[derive(Debug, Clone, Default)]

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::prepare::patch::Series;
-use crate::prepare::report::why::Why;
+use crate::prepare::report::Why;
 
 /// Version of the key and stamp layout; bumping it makes every stamp count as absent.
 pub(crate) const SCHEMA: u32 = 1;

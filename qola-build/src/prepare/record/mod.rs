@@ -12,3 +12,11 @@ pub(crate) mod fingerprint;
 pub(crate) mod key;
 pub(crate) mod snapshot;
 pub(crate) mod stamp;
+
+pub(crate) use snapshot::Snapshot;
+
+pub(crate) use key::{KeyComponents, SCHEMA};
+
+pub(crate) use stamp::{QolaDir, Stamp};
+
+pub(crate) use fingerprint::{TreeScan, fingerprint_of, scan};

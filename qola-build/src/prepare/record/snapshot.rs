@@ -29,7 +29,7 @@ use git2::Repository;
 use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::join;
-use crate::prepare::report::error::Result;
+use crate::prepare::report::Result;
 
 const MAGIC: &[u8] = b"qola-snapshot-2\n";
 
@@ -84,7 +84,7 @@ struct RepoPart {
     path: String,
     /// `HEAD` (hex).
     head: String,
-    /// [`crate::prepare::git::index_file::content_digest`] of its index.
+    /// [`crate::prepare::git::content_digest`] of its index.
     index: [u8; 32],
     /// Tracked files (superproject-relative) and their stat (`None`: missing).
     files: Vec<(String, Option<Stat>)>,
@@ -120,7 +120,7 @@ impl Snapshot {
             let workdir = root.join(prefix);
             let repo = Repository::open(&workdir).ok()?;
             let (paths, index) =
-                crate::prepare::git::index_file::file_paths_and_digest(&repo.path().join("index"))?;
+                crate::prepare::git::file_paths_and_digest(&repo.path().join("index"))?;
             // Every directory on the way to a tracked file too, marked by a trailing `/`.
             let mut dirs = std::collections::BTreeSet::new();
             for rel in &paths {
@@ -202,7 +202,7 @@ impl Snapshot {
                 .map(|id| id.to_string())
                 .as_deref()
                 == Some(part.head.as_str())
-                && crate::prepare::git::index_file::content_digest(&repo.path().join("index"))
+                && crate::prepare::git::content_digest(&repo.path().join("index"))
                     == Some(part.index)
         });
         if !repos_ok {

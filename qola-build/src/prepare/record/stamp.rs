@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::io::io_error;
 use crate::common::io::write_atomic;
-use crate::prepare::git::state::PathState;
+use crate::prepare::git::PathState;
 use crate::prepare::record::key::{KeyComponents, SCHEMA};
-use crate::prepare::report::error::Result;
+use crate::prepare::report::Result;
 
 /// The prepared state as the stamp records it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -404,4 +404,4 @@ fn refused_message(p: &Preparation) -> String {
     m
 }
 
-crate::failure_from!(PrepareError);
+crate::common::failure::failure_from!(PrepareError);

@@ -5,6 +5,10 @@
 pub(crate) mod error;
 pub(crate) mod why;
 
+pub(crate) use error::{PrepareError, Result, git_error};
+
+pub(crate) use why::{Difference, How, LIST_LIMIT, Resumed, Why, name_some};
+
 use std::path::PathBuf;
 
 use serde::Serialize;

@@ -11,11 +11,8 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
 use crate::common::io::io_error;
-use crate::compile::launcher::farm::error::{FarmError, Result};
-
-fn farm_error(problem: String) -> FarmError {
-    FarmError::Problem(problem)
-}
+use crate::compile::Result;
+use crate::compile::launcher::farm::problem;
 
 /// The device library directory the flags name, or `<rocm-path>/amdgcn/bitcode`.
 pub(crate) fn device_libs(args: &[String]) -> Option<PathBuf> {
@@ -169,7 +166,7 @@ fn files(root: &Root, clang: &Path, resource: &Path, libs: &Path) -> Result<Vec<
             match dirs.iter().map(|d| d.join(&name)).find(|p| root.exists(p)) {
                 Some(found) => wanted.push(found),
                 None => {
-                    return Err(farm_error(format!(
+                    return Err(problem(format!(
                         "{} needs {name}, found in none of {}",
                         file.display(),
                         dirs.iter()
@@ -216,7 +213,7 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
     let resource = Command::new(t.run)
         .arg("-print-resource-dir")
         .output()
-        .map_err(|e| farm_error(format!("cannot run {}: {e}", t.run.display())))?;
+        .map_err(|e| problem(format!("cannot run {}: {e}", t.run.display())))?;
     let resource = PathBuf::from(String::from_utf8_lossy(&resource.stdout).trim());
     // Newer clang packages keep the device libraries in the resource directory.
     let libs = match device_libs(t.args) {
@@ -225,7 +222,7 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
             resource.join("amdgcn/bitcode")
         }
         None => {
-            return Err(farm_error(format!(
+            return Err(problem(format!(
                 "no ROCm device library directory: the expanded hipcc flags name none (--hip-device-lib-path, --rocm-device-lib-path, --rocm-path) and {} has no amdgcn/bitcode; pass --rocm-path to the build (HipBuild::flag)",
                 resource.display()
             )));
@@ -276,12 +273,12 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
         .arg(&staging)
         .arg(".")
         .output()
-        .map_err(|e| farm_error(format!("cannot run tar: {e}")));
+        .map_err(|e| problem(format!("cannot run tar: {e}")));
     let _ = std::fs::remove_dir_all(&staging);
     let out = out?;
     if !out.status.success() {
         let _ = std::fs::remove_file(&tmp);
-        return Err(farm_error(format!(
+        return Err(problem(format!(
             "tar could not pack the toolchain ({} files): {}",
             files.len(),
             String::from_utf8_lossy(&out.stderr).trim()

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::build_script::Env;
 use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
-use crate::compile::launcher::farm::error::{FarmError, Result};
+use crate::compile::Result;
+use crate::compile::launcher::farm::problem;
 
 /// The user's sccache config, when it has a `[dist]` section.
 #[derive(Debug, Clone)]
@@ -32,7 +33,7 @@ impl UserConfig {
         };
         let table: toml::Table = text
             .parse()
-            .map_err(|e| FarmError::Problem(format!("{}: not valid TOML: {e}", path.display())))?;
+            .map_err(|e| problem(format!("{}: not valid TOML: {e}", path.display())))?;
         Ok(table
             .contains_key("dist")
             .then_some(UserConfig { path, table }))
@@ -52,9 +53,7 @@ pub(crate) fn write(
     let dist = table
         .get_mut("dist")
         .and_then(|d| d.as_table_mut())
-        .ok_or_else(|| {
-            FarmError::Problem(format!("{}: [dist] is not a table", user.path.display()))
-        })?;
+        .ok_or_else(|| problem(format!("{}: [dist] is not a table", user.path.display())))?;
     let compiler = compiler.to_string_lossy().into_owned();
     let mut toolchains: Vec<toml::Value> = dist
         .get("toolchains")

@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::compile::launcher::farm::error::{FarmError, Result};
+use crate::compile::Result;
+use crate::compile::launcher::farm::problem;
 
 /// The clang driver and the full compile arguments (the driver first), with the unit's source,
 /// object and depfile still to be appended as for `hipcc`.
@@ -42,16 +43,14 @@ pub(crate) fn expand(
         .env("HIPCC_VERBOSE", "1")
         .current_dir(work)
         .output()
-        .map_err(|e| {
-            FarmError::Problem(format!("cannot run {} to read its expansion: {e}", args[0]))
-        })?;
+        .map_err(|e| problem(format!("cannot run {} to read its expansion: {e}", args[0])))?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     parse(&text).map(in_install_dir).ok_or_else(|| {
-        FarmError::Problem(format!(
+        problem(format!(
                 "{} printed no `hipcc-cmd:` line with HIPCC_VERBOSE=1, so qola cannot hand its clang command to sccache-dist; unset QOLA_COMPILER_LAUNCHER's dist config or use a hipcc that prints it:\n{text}",
                 args[0]
             ))

@@ -23,28 +23,32 @@
 //!
 //! sccache itself handles the rest: a compile error on a server fails the compile with the
 //! compiler's message (qola reports it with the command, `repro.sh` and the compiler's exit
-//! status, which sccache misreports: `server_error`); a server
+//! status, which sccache misreports: `failed_remotely`); a server
 //! that fails the job is an infrastructure error, which sccache retries locally; qola counts
 //! those from sccache's statistics and says so once in the summary.
 
 mod archive;
 mod config;
-pub(crate) mod error;
 mod expand;
+mod failed_remotely;
 mod server;
-mod server_error;
 mod status;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
+use crate::compile::{CompileError, Result};
 pub(crate) use config::UserConfig;
-use error::{FarmError, Result};
+pub(crate) use failed_remotely::compiler_status;
 pub(crate) use server::Server;
-pub(crate) use server_error::compiler_status;
 pub use status::FarmReport;
 pub(crate) use status::{SccacheStats, SchedulerStatus};
+
+/// The build's error for `words`: what went wrong preparing the farm, and what to do.
+pub(crate) fn problem(words: String) -> CompileError {
+    CompileError::Farm { problem: words }
+}
 
 /// What the farm can do for a build: the decision, computed by [`decide`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,11 +265,9 @@ pub(crate) fn localize_empty_cuid(object: &Path) -> Result<()> {
         .arg("--localize-symbol=__hip_cuid_")
         .arg(object)
         .output()
-        .map_err(|e| {
-            FarmError::Problem(format!("cannot run objcopy on {}: {e}", object.display()))
-        })?;
+        .map_err(|e| problem(format!("cannot run objcopy on {}: {e}", object.display())))?;
     if !out.status.success() {
-        return Err(FarmError::Problem(format!(
+        return Err(problem(format!(
             "objcopy --localize-symbol=__hip_cuid_ {}: {}",
             object.display(),
             String::from_utf8_lossy(&out.stderr).trim()

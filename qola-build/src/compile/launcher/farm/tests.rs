@@ -160,17 +160,17 @@ token = "secret"
 #[test]
 fn a_compile_error_on_a_server_gives_the_compilers_status() {
     let stderr = "sccache: Compiler killed by signal 1\nsccache: Job failed on server 127.0.0.1:43112:\nbroken.cpp:1:18: error: use of undeclared identifier 'x'\n1 error generated.";
-    let (status, text) = server_error::compiler_status(Some(254), stderr);
+    let (status, text) = failed_remotely::compiler_status(Some(254), stderr);
     assert_eq!(status, Some(1));
     assert!(!text.contains("killed by signal"), "{text}");
     assert!(text.contains("Job failed on server") && text.contains("undeclared identifier"));
     // As a job reads it: standard error, then sccache's standard output.
     let read = "sccache: Job failed on server 127.0.0.1:43112:\nb.cpp:1:1: error: x\nsccache: Compiler killed by signal 2\n";
-    assert_eq!(server_error::compiler_status(Some(254), read).0, Some(2));
+    assert_eq!(failed_remotely::compiler_status(Some(254), read).0, Some(2));
     // A local compile's words are left as they are.
     let local = "x.hip:1:1: error: unknown type name 'y'\nsccache: Compiler killed by signal 1";
     assert_eq!(
-        server_error::compiler_status(Some(1), local),
+        failed_remotely::compiler_status(Some(1), local),
         (Some(1), local.to_string())
     );
 }

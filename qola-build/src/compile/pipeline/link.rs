@@ -15,8 +15,8 @@ use std::process::Command;
 use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
-use crate::compile::error::{CompileError, Result};
 use crate::compile::toolchain::HipToolchain;
+use crate::compile::{CompileError, Result};
 
 /// Runs a link tool, turning a failure into [`CompileError::Link`].
 fn run(program: &Path, args: &[&std::ffi::OsStr], env: &[(String, String)]) -> Result<()> {

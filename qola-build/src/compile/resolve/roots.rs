@@ -18,7 +18,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::common::io::io_error;
-use crate::compile::error::Result;
+use crate::compile::Result;
 
 /// The directory of root links under the output directory.
 const LINKS: &str = "qola-roots";

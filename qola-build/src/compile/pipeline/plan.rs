@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::compile::cache::key::Settings;
+use crate::compile::cache::Settings;
 use crate::compile::cache::{Changed, UnitFacts};
 
 /// One unit as the build sees it: where its source is, its name and id, what the cache knows of

@@ -17,15 +17,16 @@ use crate::common::depfile;
 use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
+use crate::compile::HipBuild;
 use crate::compile::cache::{Measured, ObjectCache};
-use crate::compile::error::{CompileError, Result};
 use crate::compile::launcher::{Answered, farm, requests};
-use crate::compile::plan::{Reason, Unit, UnitPlan};
-use crate::compile::report::{CompileReport, UnitReport};
+use crate::compile::pipeline::link;
+use crate::compile::pipeline::plan::{Reason, Unit, UnitPlan};
+use crate::compile::pipeline::stage::{Scratch, Staged};
 use crate::compile::resolve::Resolved;
-use crate::compile::run::{self as jobs, memory, progress};
-use crate::compile::stage::{Scratch, Staged};
-use crate::compile::{HipBuild, link};
+use crate::compile::run::{self as jobs, Echo, Parallelism, Progress};
+use crate::compile::{CompileError, Result};
+use crate::compile::{CompileReport, UnitReport};
 
 /// What running the jobs gave.
 pub(crate) struct Ran {
@@ -34,7 +35,7 @@ pub(crate) struct Ran {
     /// What the launcher answered (its cache, the farm), when it reports it.
     pub answered: Answered,
     /// The build log, open while the build goes on (none when nothing ran).
-    pub progress: Option<progress::Progress>,
+    pub progress: Option<Progress>,
 }
 
 impl Ran {
@@ -89,10 +90,10 @@ pub(super) fn check_reused(units: &mut [Unit], objects: &mut ObjectCache) {
 pub(super) fn run(
     resolved: &Resolved,
     staged: &mut Staged,
-    parallelism: &memory::Parallelism,
+    parallelism: &Parallelism,
     log: &Path,
     log_units: Vec<(PathBuf, String)>,
-    echo: progress::Echo,
+    echo: Echo,
 ) -> Result<Ran> {
     let jobs = std::mem::take(&mut staged.jobs);
     if jobs.is_empty() {
@@ -104,7 +105,7 @@ pub(super) fn run(
     }
     resolved.roots.link()?;
     let before = resolved.launcher.counters();
-    let progress = progress::Progress::start(
+    let progress = Progress::start(
         log,
         &parallelism.reason,
         log_units,
@@ -367,7 +368,7 @@ fn library_stamp(
 /// (the previous log spoke of another build).
 pub(super) fn finish_log(
     directives: &Directives,
-    progress: Option<progress::Progress>,
+    progress: Option<Progress>,
     report: &CompileReport,
     log_units: Vec<(PathBuf, String)>,
     to_terminal: bool,
@@ -375,13 +376,13 @@ pub(super) fn finish_log(
 ) -> Result<()> {
     let progress = match progress {
         Some(progress) => progress,
-        None if report.library_written => progress::Progress::start(
+        None if report.library_written => Progress::start(
             &report.log,
             &report.jobs_reason,
             log_units,
             0,
             report.jobs,
-            progress::Echo::Off,
+            Echo::Off,
         )?,
         None => return Ok(()),
     };

@@ -5,11 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::compile::Result;
+use crate::compile::UnitReport;
 use crate::compile::cache::ObjectCache;
-use crate::compile::error::Result;
 use crate::compile::passes::{self, Layout, Pch, Prepared, Split};
-use crate::compile::plan::{Unit, UnitPlan};
-use crate::compile::report::UnitReport;
+use crate::compile::pipeline::plan::{Unit, UnitPlan};
 use crate::compile::resolve::Resolved;
 use crate::compile::run::Job;
 

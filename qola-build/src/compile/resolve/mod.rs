@@ -11,12 +11,14 @@ use crate::common::io::io_error;
 use crate::common::precedence::Setting;
 use crate::compile::HipBuild;
 use crate::compile::cache::ObjectCache;
-use crate::compile::cache::key::Settings;
-use crate::compile::error::{CompileError, Result};
+use crate::compile::cache::Settings;
 use crate::compile::launcher::{Launcher, farm};
 use crate::compile::passes::Layout;
-use crate::compile::roots::Roots;
-use crate::compile::toolchain::{HipToolchain, archs};
+use crate::compile::{CompileError, Result};
+mod roots;
+
+use crate::compile::toolchain::{HipToolchain, resolve_archs, validate_archs};
+pub(crate) use roots::Roots;
 
 /// Everything a build resolved before looking at its units.
 pub(crate) struct Resolved {
@@ -72,10 +74,10 @@ impl Resolved {
         let roots = Resolved::roots(build, env, &out_dir, &cache)?;
         let target = host_triple();
         let common = Resolved::base_args(build, env, &toolchain, &target)?;
-        let archs = archs::resolve(env, &build.archs, &build.manifest_archs)?;
+        let archs = resolve_archs(env, &build.archs, &build.manifest_archs)?;
         let mut args: Vec<String> = common[1..].iter().map(|a| roots.rewrite_arg(a)).collect();
         let named: Vec<String> = common[..1].iter().chain(&args).cloned().collect();
-        archs::validate(
+        validate_archs(
             &toolchain,
             &common,
             &named,

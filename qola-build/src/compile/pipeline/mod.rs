@@ -12,23 +12,30 @@
 //!    object under its key), link, watch the inputs, evict, record the build's statistics, and
 //!    finish the log.
 
+mod execute;
+mod link;
+
+pub(crate) use link::SharedLink;
+pub(crate) mod plan;
+mod stage;
+
 use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::build_script::{Directives, Env};
 use crate::common::io::io_error;
 use crate::common::time::{unix_now, utc_timestamp};
+use crate::compile::Result;
 use crate::compile::cache::{BuildStats, ObjectCache};
-use crate::compile::error::Result;
 use crate::compile::launcher::farm;
 use crate::compile::passes::Prepared;
-use crate::compile::passes::prepare::{Context, ToCompile, prepare};
-use crate::compile::plan::{self, Unit, UnitPlan};
-use crate::compile::report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit};
+use crate::compile::passes::{self, Context, ToCompile};
 use crate::compile::resolve::{Resolved, full_path};
-use crate::compile::run::{memory, progress};
-use crate::compile::stage::{self, Staged};
-use crate::compile::{HipBuild, execute, link, timings};
+use crate::compile::run::{Echo, Estimate, Parallelism, available_memory, decide_parallelism};
+use crate::compile::{CompilePlan, CompileReport, PlannedJob, PlannedUnit};
+use crate::compile::{HipBuild, timings};
+use plan::{Unit, UnitPlan};
+use stage::Staged;
 
 impl HipBuild {
     /// The units' jobs: their passes worked out first when the build splits them (see
@@ -72,7 +79,8 @@ impl HipBuild {
                     limit: r.limit,
                     host_pch: r.host_pch,
                 };
-                prepare(&ctx, &to_compile).map_err(io_error("prepare the passes in", &r.out_dir))?
+                passes::analyze(&ctx, &to_compile)
+                    .map_err(io_error("prepare the passes in", &r.out_dir))?
             }
             None => Prepared::default(),
         };
@@ -103,7 +111,7 @@ impl HipBuild {
             };
             let mut settings = resolved.settings.clone();
             settings.args.extend(extra.iter().cloned());
-            let id = crate::compile::cache::key::unit_id(&settings, &name);
+            let id = crate::compile::cache::unit_id(&settings, &name);
             let facts = objects.facts(&id, library, &name, &settings, &resolved.roots);
             let plan = plan::decide(&facts, &settings, false);
             units.push(Unit {
@@ -141,16 +149,11 @@ impl HipBuild {
     }
 
     /// How many of the units whose ids are `to_compile` run at once, and why.
-    fn parallelism(
-        &self,
-        r: &Resolved,
-        objects: &ObjectCache,
-        to_compile: &[&str],
-    ) -> memory::Parallelism {
+    fn parallelism(&self, r: &Resolved, objects: &ObjectCache, to_compile: &[&str]) -> Parallelism {
         let farm = r.launcher.farm();
         if let (Some(capacity), farm::Farm::Up { servers, cpus }) = (farm.capacity(), farm) {
             // Remote compiles use neither the local cores nor the local memory.
-            return memory::Parallelism {
+            return Parallelism {
                 jobs: capacity,
                 reason: format!(
                     "{capacity} at once: the compile farm's capacity ({servers} build servers, {cpus} CPUs; sccache --dist-status)"
@@ -159,8 +162,8 @@ impl HipBuild {
             };
         }
         let measured: Vec<Option<u64>> = to_compile.iter().map(|id| objects.peak(id)).collect();
-        let estimate = memory::Estimate::choose(r.env_memory, &measured, self.memory_per_job);
-        memory::decide(r.limit, &r.limit_source, estimate, memory::available())
+        let estimate = Estimate::choose(r.env_memory, &measured, self.memory_per_job);
+        decide_parallelism(r.limit, &r.limit_source, estimate, available_memory())
     }
 
     /// Writes the timings report of `name`'s build (when asked for; see `timings`): its path and
@@ -174,7 +177,7 @@ impl HipBuild {
         units: &[Unit],
         staged: &Staged,
         ran: &execute::Ran,
-        parallelism: &memory::Parallelism,
+        parallelism: &Parallelism,
         (summary, wall): (String, std::time::Duration),
         start: Instant,
         objects: &ObjectCache,
@@ -347,7 +350,7 @@ impl HipBuild {
             .iter()
             .map(|u| (u.source.clone(), u.reason.clone()))
             .collect();
-        let echo = progress::Echo::choose(self.cargo_metadata, self.terminal);
+        let echo = Echo::choose(self.cargo_metadata, self.terminal);
         let run = |staged: &mut Staged| {
             execute::run(
                 &resolved,

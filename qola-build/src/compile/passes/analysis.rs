@@ -46,7 +46,7 @@ pub(crate) struct ToCompile<'a> {
 
 /// The passes of `units` (see the module docs); a unit with one live architecture and no
 /// shared includes stays one call.
-pub(crate) fn prepare(ctx: &Context, units: &[ToCompile]) -> std::io::Result<Prepared> {
+pub(crate) fn analyze(ctx: &Context, units: &[ToCompile]) -> std::io::Result<Prepared> {
     let mut texts = Vec::new();
     for unit in units {
         texts.push(std::fs::read_to_string(unit.source).unwrap_or_default());

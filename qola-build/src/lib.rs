@@ -132,7 +132,7 @@ mod prepare;
 
 pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuild};
 pub use common::text::{scaled_size, split_list};
-pub use compile::toolchain::HipToolchain;
+pub use compile::HipToolchain;
 pub use compile::{
     BuildStats, CacheUsage, Cleared, CompilePlan, CompileReport, FarmReport, GroupUsage, HipBuild,
     LauncherHits, PlannedJob, PlannedUnit, RemoteFailures, UnitReport,

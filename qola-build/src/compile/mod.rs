@@ -56,7 +56,8 @@ pub(crate) use resolve::flag_variables;
 pub(crate) use timings::{
     where_written as where_timings_are, write_prebuilt as write_prebuilt_timings,
 };
-pub(crate) use toolchain::{HipToolchain, resolve_archs};
+pub use toolchain::HipToolchain;
+pub(crate) use toolchain::resolve_archs;
 
 /// An incremental HIP library build (see the module docs).
 ///
@@ -342,7 +343,7 @@ pub(crate) fn cache_usage(
     cache: &Path,
 ) -> error::Result<CacheUsage> {
     let max = max_cache_size(env, cache)?;
-    Ok(cache::usage(&cache.join(crate::cache::OBJECTS), max))
+    Ok(cache::usage_of(&cache.join(crate::cache::OBJECTS), max))
 }
 
 /// Empties qola's object cache under `cache` but for what running builds hold (`qola cache

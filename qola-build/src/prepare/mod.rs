@@ -44,7 +44,7 @@ mod sync;
 
 pub(crate) use settings::Settings;
 
-pub use report::error::PrepareError;
+pub use report::PrepareError;
 pub use report::{Action, Preparation, Reason, ReasonKind};
 pub use settings::{DEFAULT_AITER_URL, Prepare};
 

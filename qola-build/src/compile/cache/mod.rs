@@ -73,7 +73,7 @@ use key::{Input, ObjectKey};
 use layer::{Layer, Unusable};
 pub(crate) use lease::Evicted;
 pub use usage::{BuildStats, CacheUsage, GroupUsage};
-pub(crate) use usage::{default_max_size, parse_size, usage};
+pub(crate) use usage::{default_max_size, parse_size, usage_of};
 
 /// What `qola cache --clear` removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]

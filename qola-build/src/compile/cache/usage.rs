@@ -134,7 +134,7 @@ pub(crate) fn builds(path: &Path) -> Vec<BuildStats> {
 }
 
 /// What the object cache at `root` holds; it is kept within `max_bytes`.
-pub(crate) fn usage(root: &Path, max_bytes: u64) -> CacheUsage {
+pub(crate) fn usage_of(root: &Path, max_bytes: u64) -> CacheUsage {
     let layer = Layer::new(root.to_path_buf());
     let objects = lease::objects(&root.join("objects"));
     let count = |dir: &str| std::fs::read_dir(root.join(dir)).map_or(0, |e| e.count());

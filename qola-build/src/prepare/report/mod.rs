@@ -5,7 +5,8 @@
 pub(crate) mod error;
 pub(crate) mod why;
 
-pub(crate) use error::{PrepareError, Result, git_error};
+pub use error::PrepareError;
+pub(crate) use error::{Result, git_error};
 
 pub(crate) use why::{Difference, How, LIST_LIMIT, Resumed, Why, name_some};
 

@@ -1,0 +1,419 @@
+//! docs/architecture.md's claims about the crate, checked against its module graph: the floors,
+//! the folders' faces, the arrows back up, compile/'s rooms and where the farm is named. The
+//! graph is read from the sources (`use` trees and `crate::`, `super::`, `self::` and child
+//! module paths, tests left out), so a change that breaks the map fails here.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The subsystems from the ground floor up; `error.rs` and `lib.rs` stand above them all.
+const FLOORS: [&str; 7] = [
+    "common",
+    "build_script",
+    "cache",
+    "manifest",
+    "prepare",
+    "compile",
+    "aiter",
+];
+
+/// The arrows up the map allows: aiter, which drives every other subsystem, returns the
+/// crate's `Error` (`crate::Error`, the root's), as `(from, to)` modules.
+const ALLOWED_UP: [(&str, &str); 2] = [("aiter/error", ""), ("aiter/module", "")];
+
+/// A module: its path from the crate root (`compile/cache/key`; `""` for the root).
+type Module = Vec<String>;
+
+/// An import: the module that names, the module named, and the path as written.
+#[derive(Debug)]
+struct Arrow {
+    from: Module,
+    to: Module,
+    path: String,
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn name(m: &[String]) -> String {
+    m.join("/")
+}
+
+/// The file of module `m`, when it is one.
+fn file_of(m: &[String]) -> Option<PathBuf> {
+    if m.is_empty() {
+        return Some(src().join("lib.rs"));
+    }
+    let base = m.iter().fold(src(), |p, s| p.join(s));
+    [base.with_extension("rs"), base.join("mod.rs")]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+/// Whether module `m` is a folder (its file is a `mod.rs`, or the root).
+fn is_folder(m: &[String]) -> bool {
+    m.is_empty() || m.iter().fold(src(), |p, s| p.join(s)).is_dir()
+}
+
+/// The deepest module `segments` names (a path's items after it are not modules).
+fn resolve(segments: &[String]) -> Module {
+    let mut m = Module::new();
+    for s in segments {
+        let mut next = m.clone();
+        next.push(s.clone());
+        if file_of(&next).is_none() {
+            break;
+        }
+        m = next;
+    }
+    m
+}
+
+/// The text without comments, strings and the `#[cfg(test)]` module.
+fn code(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+            }
+            ('"', _) => {
+                let mut escaped = false;
+                for c in chars.by_ref() {
+                    if !escaped && c == '"' {
+                        break;
+                    }
+                    escaped = !escaped && c == '\\';
+                }
+                out.push_str("\"\"");
+            }
+            _ => out.push(c),
+        }
+    }
+    match out.find("#[cfg(test)]\nmod tests") {
+        Some(at) => out[..at].to_string(),
+        None => out,
+    }
+}
+
+/// The paths of a `use` tree (`a::{b, c::d as e}` gives `a::b`, `a::c::d`).
+fn use_paths(tree: &str) -> Vec<Vec<String>> {
+    fn go(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
+        let (mut depth, mut start) = (0, 0);
+        let mut parts = Vec::new();
+        for (i, c) in tree.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    parts.push(&tree[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        parts.push(&tree[start..]);
+        for part in parts.into_iter().filter(|p| !p.is_empty()) {
+            let words = |s: &str| -> Vec<String> {
+                s.split("::")
+                    .filter(|w| !w.is_empty())
+                    .map(String::from)
+                    .collect()
+            };
+            let mut path = prefix.to_vec();
+            match part.find('{') {
+                Some(open) => {
+                    path.extend(words(&part[..open]));
+                    go(&path, &part[open + 1..part.rfind('}').unwrap()], out);
+                }
+                None => {
+                    path.extend(words(part.split(" as ").next().unwrap()));
+                    out.push(path);
+                }
+            }
+        }
+    }
+    let tree: String = tree.split_whitespace().collect::<Vec<_>>().join(" ");
+    let tree = tree
+        .replace(" ::", "::")
+        .replace(":: ", "::")
+        .replace(", ", ",");
+    let tree = tree.replace("{ ", "{").replace(" }", "}");
+    let mut out = Vec::new();
+    go(&[], &tree, &mut out);
+    out
+}
+
+/// The paths a text names outside its `use` items: `crate::a::b`, `super::x`, `child::y`.
+fn inline_paths(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = word(bytes[i]) && (i == 0 || !(word(bytes[i - 1]) || bytes[i - 1] == b':'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        let mut path = Vec::new();
+        loop {
+            let s = j;
+            while j < bytes.len() && word(bytes[j]) {
+                j += 1;
+            }
+            path.push(text[s..j].to_string());
+            if text[j..].starts_with("::") && j + 2 < bytes.len() && word(bytes[j + 2]) {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+        if path.len() > 1 {
+            out.push(path);
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// Every module of the crate (the `bin/` command and test modules left out) with its code.
+fn modules() -> Vec<(Module, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&src(), &mut files);
+    let mut out = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(src()).unwrap().with_extension("");
+        let mut m: Module = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if m[0] == "bin" || m.last().is_some_and(|l| l == "tests") {
+            continue;
+        }
+        if m.last().is_some_and(|l| l == "mod" || l == "lib") {
+            m.pop();
+        }
+        out.push((m, code(&std::fs::read_to_string(&file).unwrap())));
+    }
+    out.sort();
+    out
+}
+
+/// The crate's import graph.
+fn graph() -> Vec<Arrow> {
+    let mut arrows = Vec::new();
+    for (me, text) in modules() {
+        let mut paths = Vec::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("use ") {
+            let boundary = at == 0 || !rest.as_bytes()[at - 1].is_ascii_alphanumeric();
+            let end = rest[at..].find(';').map_or(rest.len(), |e| at + e);
+            if boundary {
+                paths.extend(use_paths(&rest[at + 4..end]));
+            }
+            rest = &rest[(at + 4).min(end)..];
+        }
+        paths.extend(inline_paths(&text));
+        for path in paths {
+            let segments: Vec<String> = match path[0].as_str() {
+                "crate" => path[1..].to_vec(),
+                "self" => me.iter().chain(&path[1..]).cloned().collect(),
+                "super" => {
+                    let ups = path.iter().take_while(|s| *s == "super").count();
+                    let base = &me[..me.len().saturating_sub(ups)];
+                    base.iter().chain(&path[ups..]).cloned().collect()
+                }
+                child => {
+                    let mut m = me.clone();
+                    m.push(child.to_string());
+                    if file_of(&m).is_none() {
+                        continue;
+                    }
+                    me.iter().chain(&path).cloned().collect()
+                }
+            };
+            let to = resolve(&segments);
+            if to != me {
+                arrows.push(Arrow {
+                    from: me.clone(),
+                    to,
+                    path: path.join("::"),
+                });
+            }
+        }
+    }
+    arrows
+}
+
+/// The floor of a module: its subsystem's place in [`FLOORS`]; the top files stand above.
+fn floor(m: &[String]) -> usize {
+    m.first()
+        .and_then(|top| FLOORS.iter().position(|f| f == top))
+        .unwrap_or(FLOORS.len())
+}
+
+/// The folder a module is in (a folder module is its own).
+fn folder(m: &[String]) -> &[String] {
+    if is_folder(m) { m } else { &m[..m.len() - 1] }
+}
+
+fn listed(arrows: &[&Arrow]) -> String {
+    let lines: BTreeSet<String> = arrows
+        .iter()
+        .map(|a| format!("  {} -> {} ({})", name(&a.from), name(&a.to), a.path))
+        .collect();
+    lines.into_iter().collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn no_module_imports_from_a_floor_above_its_own() {
+    let graph = graph();
+    let up: Vec<&Arrow> = graph
+        .iter()
+        .filter(|a| floor(&a.to) > floor(&a.from))
+        .filter(|a| !ALLOWED_UP.contains(&(name(&a.from).as_str(), name(&a.to).as_str())))
+        .collect();
+    assert!(up.is_empty(), "arrows up the floors:\n{}", listed(&up));
+    let ground: Vec<&Arrow> = graph
+        .iter()
+        .filter(|a| a.from.first().is_some_and(|f| f == "common"))
+        .filter(|a| a.to.first().is_none_or(|t| t != "common"))
+        .collect();
+    assert!(
+        ground.is_empty(),
+        "the ground floor imports:\n{}",
+        listed(&ground)
+    );
+    for (from, to) in ALLOWED_UP {
+        assert!(
+            graph
+                .iter()
+                .any(|a| name(&a.from) == from && name(&a.to) == to),
+            "the allowed arrow {from} -> {to} is gone: take it out of ALLOWED_UP and the map"
+        );
+    }
+}
+
+#[test]
+fn a_folder_is_reached_from_outside_only_through_its_face() {
+    let graph = graph();
+    let through_a_wall: Vec<&Arrow> = graph
+        .iter()
+        .filter(|a| {
+            // The first folder on the way down from where both meet to the target.
+            let from = folder(&a.from);
+            let shared = from.iter().zip(&a.to).take_while(|(x, y)| x == y).count();
+            if shared >= a.to.len() || a.to[0] == "common" {
+                return false; // an ancestor, or the ground floor's toolbox (a face per file)
+            }
+            let entered = &a.to[..=shared];
+            is_folder(entered) && entered != a.to.as_slice()
+        })
+        .collect();
+    assert!(
+        through_a_wall.is_empty(),
+        "modules reached past their folder's face (re-export what is needed from the folder's mod.rs):\n{}",
+        listed(&through_a_wall)
+    );
+}
+
+#[test]
+fn no_child_folder_reaches_back_up_past_an_ancestors_face() {
+    let graph = graph();
+    let back_up: Vec<&Arrow> = graph
+        .iter()
+        .filter(|a| {
+            let (from, to) = (folder(&a.from), folder(&a.to));
+            !to.is_empty() && to.len() < from.len() && from.starts_with(to) && a.to != to
+        })
+        .collect();
+    assert!(back_up.is_empty(), "arrows back up:\n{}", listed(&back_up));
+}
+
+#[test]
+fn compile_has_at_most_ten_rooms() {
+    let rooms: Vec<String> = std::fs::read_dir(src().join("compile"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "mod.rs")
+        .collect();
+    assert!(
+        rooms.len() <= 10,
+        "compile/ has {} rooms: {rooms:?}",
+        rooms.len()
+    );
+}
+
+#[test]
+fn only_the_launcher_folder_names_the_farm() {
+    let graph = graph();
+    let launcher: Module = ["compile", "launcher"].map(String::from).to_vec();
+    let farm: Vec<&Arrow> = graph
+        .iter()
+        .filter(|a| !a.from.starts_with(&launcher))
+        .filter(|a| a.to.iter().any(|s| s == "farm") || a.path.split("::").any(|s| s == "farm"))
+        .collect();
+    assert!(
+        farm.is_empty(),
+        "the farm named outside compile/launcher/:\n{}",
+        listed(&farm)
+    );
+    let kinds: Vec<&Arrow> = graph
+        .iter()
+        .filter(|a| !a.from.starts_with(&launcher) && a.to.starts_with(&launcher))
+        .filter(|a| a.to != launcher)
+        .collect();
+    assert!(
+        kinds.is_empty(),
+        "a launcher's kind named outside compile/launcher/:\n{}",
+        listed(&kinds)
+    );
+}
+
+#[test]
+fn the_graph_sees_the_imports_it_checks() {
+    // A reader that found nothing would pass every test above.
+    let graph = graph();
+    let seen = |from: &str, to: &str| {
+        graph
+            .iter()
+            .any(|a| name(&a.from) == from && name(&a.to) == to)
+    };
+    assert!(seen("compile/pipeline", "compile/run"));
+    assert!(seen("compile/launcher/farm", "compile"));
+    assert!(seen("error", "aiter"));
+    assert!(seen("prepare/observe", "prepare/git"));
+    let joined: Vec<String> = use_paths("crate::a::{b, c::{d as e, f}}")
+        .iter()
+        .map(|p| p.join("::"))
+        .collect();
+    assert_eq!(joined, ["crate::a::b", "crate::a::c::d", "crate::a::c::f"]);
+}

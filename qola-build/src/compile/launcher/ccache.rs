@@ -16,7 +16,17 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::build_script::{Env, EnvError};
+use crate::compile::Result;
 use crate::compile::launcher::hits::{LauncherHits, RemoteFailures};
+use crate::compile::launcher::{self as launcher, Answered, Kind};
+
+/// ccache, when the program is `ccache*`.
+pub(crate) fn detect(env: &Env, words: &[String], links: &Path) -> Result<Option<Box<dyn Kind>>> {
+    match launcher::program_name(words).starts_with("ccache") {
+        true => Ok(Some(Box::new(Ccache::new(env, words.to_vec(), links)?))),
+        false => Ok(None),
+    }
+}
 
 /// ccache, with the environment its compiles run with.
 #[derive(Debug)]
@@ -55,18 +65,8 @@ impl Ccache {
         self.logs_remote
     }
 
-    /// The program and its arguments.
-    pub(crate) fn words(&self) -> &[String] {
-        &self.words
-    }
-
-    /// The variables its compiles run with.
-    pub(crate) fn env(&self) -> &[(String, String)] {
-        &self.env
-    }
-
     /// Its counters now.
-    pub(crate) fn counters(&self) -> Option<Counters> {
+    fn read_counters(&self) -> Option<Counters> {
         let out = Command::new(&self.words[0])
             .arg("--print-stats")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -76,6 +76,57 @@ impl Ccache {
             return None;
         }
         Some(Counters::parse(&String::from_utf8_lossy(&out.stdout)))
+    }
+}
+
+impl Kind for Ccache {
+    fn words(&self) -> &[String] {
+        &self.words
+    }
+
+    fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    fn counters(&self) -> Option<launcher::Counters> {
+        self.read_counters().map(launcher::Counters::new)
+    }
+
+    fn answered(&self, before: launcher::Counters, log: Option<&Path>) -> Answered {
+        let (Some(before), Some(after)) = (before.of::<Counters>(), self.read_counters()) else {
+            return Answered::default();
+        };
+        let mut hits = before.since(&after);
+        if hits.remote_errors > 0
+            && let Some(log) = log
+            && let Ok(text) = std::fs::read_to_string(log)
+        {
+            hits.remote_failures = Some(remote_failures(&text));
+        }
+        Answered {
+            hits: Some(hits),
+            farm: None,
+        }
+    }
+
+    /// When ccache answered none of them from its cache.
+    fn peaks_count(&self, answered: &Answered) -> bool {
+        answered.hits.is_some_and(|h| h.hits == 0)
+    }
+
+    /// `CCACHE_LOGFILE`, when qola keeps ccache's log (see [`Ccache::logs_remote`]).
+    fn remote_log_var(&self) -> Option<&'static str> {
+        self.logs_remote().then_some("CCACHE_LOGFILE")
+    }
+
+    fn unit_log_var(&self) -> Option<&'static str> {
+        Some("CCACHE_STATSLOG")
+    }
+
+    fn unit_answers(&self, log: &Path) -> BTreeMap<String, Answer> {
+        std::fs::read_to_string(log)
+            .map(|text| stats_log(&text))
+            .unwrap_or_default()
     }
 }
 

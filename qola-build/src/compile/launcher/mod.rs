@@ -1,30 +1,36 @@
 //! Compiler launchers: the program that wraps every compile (`QOLA_COMPILER_LAUNCHER`,
 //! [`crate::HipBuild::launcher`]), as one value decided once when the build is resolved
-//! ([`Launcher::decide`], from the program's name and, for sccache, whether its config has a
-//! `[dist]` section). Each kind supplies what the build asks of it:
+//! ([`Launcher::decide`]: the first of [`KINDS`] that takes the program, by its name and, for
+//! sccache, whether its config has a `[dist]` section). Each kind is a file here implementing
+//! [`Kind`], which is all the build asks of a launcher; nothing outside this folder names a
+//! kind:
 //!
 //! | kind | chosen when | environment qola adds (unless the user set it) | server | counters | compiles' peak memory counts |
 //! |---|---|---|---|---|---|
-//! | none | no launcher | — | — | — | yes |
+//! | none (`none.rs`) | no launcher | — | — | — | yes |
 //! | ccache (`ccache.rs`) | the program is `ccache*` | `CCACHE_BASEDIR` (the links' directory), `CCACHE_NOHASHDIR=1` | — | `ccache --print-stats` | when ccache answered none |
 //! | sccache (`sccache.rs`) | the program is `sccache*` | `SCCACHE_BASEDIRS` (the links' directory) | its own for the build | `sccache --show-stats` | when sccache answered none |
 //! | farm (`farm/`) | `sccache*` alone, and its config has `[dist]` | as sccache, plus qola's config | its own for the build | sccache's, with distributed compiles | no: the compiles ran elsewhere (as sccache when the farm is down) |
-//! | other | anything else (`distcc`, a script) | — | — | — | no: it may have answered from a cache |
+//! | other (`other.rs`) | anything else (`distcc`, a script) | — | — | — | no: it may have answered from a cache |
 //!
 //! The environment makes launchers hash names alike in every place: compiles run in the links'
 //! directory of the build's roots (see `roots`) with every path by its name, and these settings
 //! keep that directory out of what they hash. sccache reads its settings when its server
 //! starts, so each build runs its own server (`farm::Server`), stopped when the build ends.
 //!
-//! Adding a launcher: a file here with its kind's environment, counters and server, a variant
-//! of [`Launcher`] and a line in [`Launcher::decide`]; its tests beside it.
+//! Adding a launcher: a file here with a type implementing [`Kind`] and its `detect`, and a line
+//! in [`KINDS`]; its tests beside it.
 
 mod ccache;
-pub(crate) mod farm;
+mod farm;
 mod hits;
+mod none;
+mod other;
 mod sccache;
 
-use std::path::Path;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use crate::build_script::Env;
 use crate::compile::Result;
@@ -32,33 +38,118 @@ pub(crate) use ccache::Answer;
 pub use farm::FarmReport;
 pub(crate) use hits::requests;
 pub use hits::{LauncherHits, RemoteFailures};
+pub(crate) use sccache::Sccache;
 
-/// The launcher of a build (see the module docs).
+/// A kind's detection: the kind when it takes `words` (the program first), for compiles in
+/// `links` (the roots' links directory).
+type Detect = fn(&Env, &[String], &Path) -> Result<Option<Box<dyn Kind>>>;
+
+/// The kinds, asked in order; a program none takes runs as given (`other.rs`).
+const KINDS: [Detect; 3] = [ccache::detect, farm::detect, sccache::detect];
+
+/// What a launcher does for a build (see the module docs). A kind answers what applies to it;
+/// the defaults are a launcher that only wraps the command.
+pub(crate) trait Kind: std::fmt::Debug {
+    /// The program and arguments put before the compiler's command.
+    fn words(&self) -> &[String];
+
+    /// The command that runs `compiler` (the compiler and its arguments) through the launcher.
+    fn wrap(&self, compiler: Vec<String>) -> Vec<String> {
+        self.words().iter().cloned().chain(compiler).collect()
+    }
+
+    /// The variables every compile runs with.
+    fn env(&self) -> &[(String, String)] {
+        &[]
+    }
+
+    /// Whether there is a launcher at all (a launcher caches and sends whole compiles, so the
+    /// build does not split its units).
+    fn wraps(&self) -> bool {
+        true
+    }
+
+    /// Asked once, when something compiles (`qola plan` too), before the plan is decided:
+    /// whether compiles go elsewhere (the compile farm is up), the launcher made ready for it.
+    fn ask(&mut self, _env: &Env, _compile: &Compile) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Before the first compile (only builds that compile): its server starts, if it has one.
+    fn start(&mut self) {}
+
+    /// How many compiles it holds at once, and why, when that is its own (compiles sent
+    /// elsewhere use neither the local cores nor the local memory).
+    fn capacity(&self) -> Option<(usize, String)> {
+        None
+    }
+
+    /// Why compiles it could send elsewhere stay here, when they do.
+    fn stays_here(&self) -> Option<&str> {
+        None
+    }
+
+    /// Its counters now, when it keeps any.
+    fn counters(&self) -> Option<Counters> {
+        None
+    }
+
+    /// What it answered since `before`; `log`: the log its [`Kind::remote_log_var`] named.
+    fn answered(&self, _before: Counters, _log: Option<&Path>) -> Answered {
+        Answered::default()
+    }
+
+    /// Whether the peak memory measured around its compiles is the compiler's.
+    fn peaks_count(&self, answered: &Answered) -> bool;
+
+    /// The variable that makes it keep a log saying why requests to its remote storage failed.
+    fn remote_log_var(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The variable that makes it log, per compile, where it answered from.
+    fn unit_log_var(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Per source (as the compiles named it), where it answered from, read from `log` (see
+    /// [`Kind::unit_log_var`]).
+    fn unit_answers(&self, _log: &Path) -> BTreeMap<String, Answer> {
+        BTreeMap::new()
+    }
+
+    /// The path a compile of `source` gives the compiler instead, and a directory its quoted
+    /// includes need (`-iquote`), when the launcher cannot take the source's own.
+    fn source_alias(&self, _source: &Path, _out_dir: &Path) -> Option<(PathBuf, PathBuf)> {
+        None
+    }
+
+    /// Whether a path a depfile names is one of the launcher's aliases (not an input).
+    fn is_alias(&self, _path: &Path) -> bool {
+        false
+    }
+
+    /// What it must do to an object it compiled before the object is stored.
+    fn finish_object(&self, _object: &Path) -> Result<()> {
+        Ok(())
+    }
+
+    /// The compiler's exit status and message of a failed compile, from what the launcher
+    /// said.
+    fn failure(&self, code: Option<i32>, stderr: &str) -> (Option<i32>, String) {
+        (code, stderr.to_string())
+    }
+}
+
+/// The launcher of a build: one [`Kind`], decided once.
 #[derive(Debug)]
-pub(crate) enum Launcher {
-    /// qola runs the compiler itself.
-    None,
-    /// ccache.
-    Ccache(ccache::Ccache),
-    /// sccache, compiling here.
-    Sccache(sccache::Sccache),
-    /// sccache with a `[dist]` config: the compile farm, or sccache here (`local`) when it is
-    /// down.
-    Farm {
-        dist: Box<farm::Dist>,
-        local: sccache::Sccache,
-    },
-    /// Another program, run as given.
-    Other(Vec<String>),
+pub(crate) struct Launcher {
+    kind: Box<dyn Kind>,
+    distributes: bool,
 }
 
-/// A launcher's counters before the compiles, to compare with after.
-pub(crate) enum Counters {
-    /// ccache's.
-    Ccache(ccache::Counters),
-    /// sccache's (with its distributed compiles).
-    Sccache(farm::SccacheStats),
-}
+/// A launcher's counters before the compiles, to compare with after; each kind reads its own.
+pub(crate) struct Counters(Box<dyn Any>);
 
 /// What the launcher answered for a build's compiles.
 #[derive(Debug, Default)]
@@ -69,182 +160,96 @@ pub(crate) struct Answered {
     pub farm: Option<FarmReport>,
 }
 
+/// The HIP compile of a build, as a launcher that sends compiles elsewhere needs it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Compile<'a> {
+    /// Whether the compiler is a clang driver already (nothing to expand).
+    pub is_clang: bool,
+    /// The compile command shared by every unit (the compiler first).
+    pub command: &'a [String],
+    /// The compiler's environment (a module's clang: `HIP_CLANG_PATH`).
+    pub env: &'a [(String, String)],
+    /// qola's cache (the toolchain archive, qola's sccache config).
+    pub cache: &'a Path,
+    /// A directory of the build's own (hipcc's expansion).
+    pub work: &'a Path,
+}
+
 impl Launcher {
     /// The launcher `words` (program and arguments; empty: none), with what it needs to hash
     /// names alike when compiles run in `links` (the roots' links directory).
     pub(crate) fn decide(env: &Env, words: Vec<String>, links: &Path) -> Result<Launcher> {
-        let Some(program) = words.first() else {
-            return Ok(Launcher::None);
+        let kind = match words.is_empty() {
+            true => Box::new(none::NoLauncher),
+            false => {
+                let mut found = None;
+                for detect in KINDS {
+                    found = detect(env, &words, links)?;
+                    if found.is_some() {
+                        break;
+                    }
+                }
+                found.unwrap_or_else(|| Box::new(other::Other::new(words)))
+            }
         };
-        let name = Path::new(program)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.starts_with("ccache") {
-            return Ok(Launcher::Ccache(ccache::Ccache::new(env, words, links)?));
-        }
-        if !name.starts_with("sccache") {
-            return Ok(Launcher::Other(words));
-        }
-        let local = sccache::Sccache::new(env, words, links)?;
-        Ok(match local.dist_config(env)? {
-            Some(user) => Launcher::Farm {
-                dist: Box::new(farm::Dist::new(user)),
-                local,
-            },
-            None => Launcher::Sccache(local),
+        Ok(Launcher {
+            kind,
+            distributes: false,
         })
     }
 
-    /// Asks the compile farm, when the launcher is one (only builds with something to
-    /// compile, and `qola plan` for them, ask): when it is up, the build is made ready for it.
-    pub(crate) fn ask_farm(&mut self, env: &Env, compile: &farm::Compile) -> Result<()> {
-        if let Launcher::Farm { dist, local } = self {
-            dist.start(env, compile, &local.program(), local.added_env())?;
-        }
-        Ok(())
+    /// Asks the launcher whether compiles go elsewhere (only when something compiles); the
+    /// answer holds for the build.
+    pub(crate) fn ask(&mut self, env: &Env, compile: &Compile) -> Result<bool> {
+        self.distributes = self.kind.ask(env, compile)?;
+        Ok(self.distributes)
     }
 
-    /// Before the first compile (only builds that compile call this, not `qola plan`):
-    /// sccache's server starts, unless the compiles go to the farm.
-    pub(crate) fn start(&mut self) {
-        match self {
-            Launcher::Sccache(sccache) => sccache.start(),
-            Launcher::Farm { dist, local } if dist.command().is_none() => local.start(),
-            _ => {}
-        }
-    }
-
-    /// What the farm can do for the build (`Off` but for a started farm launcher).
-    pub(crate) fn farm(&self) -> &farm::Farm {
-        match self {
-            Launcher::Farm { dist, .. } => dist.state(),
-            _ => &farm::Farm::Off,
-        }
-    }
-
-    /// Whether compiles go to the farm.
+    /// Whether compiles go elsewhere (see [`Launcher::ask`]).
     pub(crate) fn distributes(&self) -> bool {
-        matches!(self, Launcher::Farm { dist, .. } if dist.command().is_some())
+        self.distributes
     }
 
-    /// The command that runs `compiler` (the compiler and its arguments) through the launcher.
-    pub(crate) fn wrap(&self, compiler: Vec<String>) -> Vec<String> {
-        let prefix: &[String] = match self {
-            Launcher::None => &[],
-            Launcher::Ccache(ccache) => ccache.words(),
-            Launcher::Sccache(sccache) => sccache.words(),
-            Launcher::Farm { dist, local } => match dist.command() {
-                Some(command) => {
-                    return command
-                        .launcher
-                        .iter()
-                        .chain(&command.args)
-                        .cloned()
-                        .collect();
-                }
-                None => local.words(),
-            },
-            Launcher::Other(words) => words,
-        };
-        prefix.iter().cloned().chain(compiler).collect()
-    }
-
-    /// The variables every compile runs with.
-    pub(crate) fn env(&self) -> &[(String, String)] {
-        match self {
-            Launcher::None | Launcher::Other(_) => &[],
-            Launcher::Ccache(ccache) => ccache.env(),
-            Launcher::Sccache(sccache) => sccache.env(),
-            Launcher::Farm { dist, local } => match dist.command() {
-                Some(command) => command.server.env(),
-                None => local.env(),
-            },
-        }
-    }
-
-    /// The launcher's counters now, when it keeps any.
-    pub(crate) fn counters(&self) -> Option<Counters> {
-        match self {
-            Launcher::Ccache(ccache) => ccache.counters().map(Counters::Ccache),
-            Launcher::Sccache(sccache) => sccache.stats().map(Counters::Sccache),
-            Launcher::Farm { dist, local } => match dist.command() {
-                Some(command) => farm::SccacheStats::read(&command.server),
-                None => local.stats(),
-            }
-            .map(Counters::Sccache),
-            Launcher::None | Launcher::Other(_) => None,
-        }
-    }
-
-    /// What it answered since `before`; `log`: the log its [`Launcher::remote_log_var`] named.
+    /// What the launcher answered since `before` (read by [`Kind::counters`]).
     pub(crate) fn answered(&self, before: Option<Counters>, log: Option<&Path>) -> Answered {
-        let now = self.counters();
-        match (before, now) {
-            (Some(Counters::Ccache(before)), Some(Counters::Ccache(after))) => {
-                let mut hits = before.since(&after);
-                if hits.remote_errors > 0
-                    && let Some(log) = log
-                    && let Ok(text) = std::fs::read_to_string(log)
-                {
-                    hits.remote_failures = Some(ccache::remote_failures(&text));
-                }
-                Answered {
-                    hits: Some(hits),
-                    farm: None,
-                }
-            }
-            // A farm's report says what sccache's cache answered too.
-            (Some(Counters::Sccache(before)), Some(Counters::Sccache(after))) => {
-                match self.distributes() {
-                    true => Answered {
-                        hits: None,
-                        farm: Some(before.since(&after)),
-                    },
-                    false => Answered {
-                        hits: Some(sccache::hits_since(&before, &after)),
-                        farm: None,
-                    },
-                }
-            }
-            _ => Answered::default(),
+        match before {
+            Some(before) => self.kind.answered(before, log),
+            None => Answered::default(),
         }
     }
+}
 
-    /// The variable that makes the launcher keep a log that says why requests to its remote
-    /// storage failed (ccache's `CCACHE_LOGFILE`), when qola keeps one (see
-    /// `ccache::Ccache::logs_remote`).
-    pub(crate) fn remote_log_var(&self) -> Option<&'static str> {
-        matches!(self, Launcher::Ccache(c) if c.logs_remote()).then_some("CCACHE_LOGFILE")
+impl std::ops::Deref for Launcher {
+    type Target = dyn Kind + 'static;
+
+    fn deref(&self) -> &(dyn Kind + 'static) {
+        self.kind.as_ref()
+    }
+}
+
+impl std::ops::DerefMut for Launcher {
+    fn deref_mut(&mut self) -> &mut (dyn Kind + 'static) {
+        self.kind.as_mut()
+    }
+}
+
+/// The file name of the launcher's program (`words[0]`).
+pub(crate) fn program_name(words: &[String]) -> String {
+    words
+        .first()
+        .and_then(|p| Path::new(p).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+impl Counters {
+    /// A kind's counters.
+    pub(crate) fn new<T: Any>(counters: T) -> Counters {
+        Counters(Box::new(counters))
     }
 
-    /// The variable that makes the launcher log, per compile, where it answered from (ccache's
-    /// `CCACHE_STATSLOG`), when it can.
-    pub(crate) fn unit_log_var(&self) -> Option<&'static str> {
-        matches!(self, Launcher::Ccache(_)).then_some("CCACHE_STATSLOG")
-    }
-
-    /// Per source (as the compiles named it), where the launcher answered from, read from the
-    /// log its [`Launcher::unit_log_var`] named.
-    pub(crate) fn unit_answers(&self, log: &Path) -> std::collections::BTreeMap<String, Answer> {
-        match (self, std::fs::read_to_string(log)) {
-            (Launcher::Ccache(_), Ok(text)) => ccache::stats_log(&text),
-            _ => Default::default(),
-        }
-    }
-
-    /// Whether the peak memory measured around its compiles is the compiler's: with no
-    /// launcher, or one that compiled every unit here itself.
-    pub(crate) fn peaks_count(&self, answered: &Answered) -> bool {
-        match self {
-            Launcher::None => true,
-            Launcher::Ccache(_) | Launcher::Sccache(_) => {
-                answered.hits.is_some_and(|h| h.hits == 0)
-            }
-            Launcher::Farm { dist, .. } => {
-                dist.command().is_none() && answered.hits.is_some_and(|h| h.hits == 0)
-            }
-            Launcher::Other(_) => false,
-        }
+    /// The counters, when they are of type `T` (the kind that read them).
+    pub(crate) fn of<T: Any>(self) -> Option<T> {
+        self.0.downcast().ok().map(|b| *b)
     }
 }

@@ -10,8 +10,19 @@
 use std::path::{Path, PathBuf};
 
 use crate::build_script::{Env, EnvError};
+use crate::compile::Result;
 use crate::compile::launcher::farm::{SccacheStats, Server, UserConfig};
 use crate::compile::launcher::hits::LauncherHits;
+use crate::compile::launcher::{self as launcher, Answered, Kind};
+
+/// sccache compiling here, when the program is `sccache*` (after the farm, which takes it when
+/// its config has a `[dist]` section).
+pub(crate) fn detect(env: &Env, words: &[String], links: &Path) -> Result<Option<Box<dyn Kind>>> {
+    match launcher::program_name(words).starts_with("sccache") {
+        true => Ok(Some(Box::new(Sccache::new(env, words.to_vec(), links)?))),
+        false => Ok(None),
+    }
+}
 
 /// sccache, with the environment its compiles run with and, once started, its server.
 #[derive(Debug)]
@@ -37,16 +48,11 @@ impl Sccache {
 
     /// The user's sccache config when it has a `[dist]` section and sccache runs alone (no
     /// arguments): the compile farm's.
-    pub(crate) fn dist_config(&self, env: &Env) -> crate::compile::Result<Option<UserConfig>> {
+    pub(crate) fn dist_config(&self, env: &Env) -> Result<Option<UserConfig>> {
         if self.words.len() > 1 {
             return Ok(None);
         }
         UserConfig::read(env)
-    }
-
-    /// The program and its arguments.
-    pub(crate) fn words(&self) -> &[String] {
-        &self.words
     }
 
     /// The program.
@@ -54,29 +60,54 @@ impl Sccache {
         PathBuf::from(&self.words[0])
     }
 
+    /// The variables qola adds for it.
+    pub(crate) fn added_env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// Its counters, through this build's server.
+    pub(crate) fn stats(&self) -> Option<SccacheStats> {
+        SccacheStats::read(self.server.as_ref()?)
+    }
+}
+
+impl Kind for Sccache {
+    fn words(&self) -> &[String] {
+        &self.words
+    }
+
     /// The variables its compiles run with (its server's, once started).
-    pub(crate) fn env(&self) -> &[(String, String)] {
+    fn env(&self) -> &[(String, String)] {
         match &self.server {
             Some(server) => server.env(),
             None => &self.env,
         }
     }
 
-    /// The variables qola adds for it.
-    pub(crate) fn added_env(&self) -> &[(String, String)] {
-        &self.env
-    }
-
     /// Starts this build's server (see the module docs).
-    pub(crate) fn start(&mut self) {
+    fn start(&mut self) {
         if self.server.is_none() && self.words.len() == 1 {
             self.server = Server::start(&self.program(), None, &self.env).ok();
         }
     }
 
-    /// Its counters, through this build's server.
-    pub(crate) fn stats(&self) -> Option<SccacheStats> {
-        SccacheStats::read(self.server.as_ref()?)
+    fn counters(&self) -> Option<launcher::Counters> {
+        self.stats().map(launcher::Counters::new)
+    }
+
+    fn answered(&self, before: launcher::Counters, _log: Option<&Path>) -> Answered {
+        match (before.of::<SccacheStats>(), self.stats()) {
+            (Some(before), Some(after)) => Answered {
+                hits: Some(hits_since(&before, &after)),
+                farm: None,
+            },
+            _ => Answered::default(),
+        }
+    }
+
+    /// When sccache answered none of them from its cache.
+    fn peaks_count(&self, answered: &Answered) -> bool {
+        answered.hits.is_some_and(|h| h.hits == 0)
     }
 }
 

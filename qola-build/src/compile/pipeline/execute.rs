@@ -19,9 +19,9 @@ use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
 use crate::compile::HipBuild;
 use crate::compile::cache::{Measured, ObjectCache};
-use crate::compile::launcher::{Answered, farm, requests};
+use crate::compile::launcher::{Answered, requests};
 use crate::compile::pipeline::link;
-use crate::compile::pipeline::plan::{Reason, Unit, UnitPlan};
+use crate::compile::pipeline::plan::Unit;
 use crate::compile::pipeline::stage::{Scratch, Staged};
 use crate::compile::resolve::Resolved;
 use crate::compile::run::{self as jobs, Echo, Parallelism, Progress};
@@ -53,35 +53,16 @@ pub(super) fn will_link(
     build: &HipBuild,
     resolved: &Resolved,
     name: &str,
-    units: &[Unit],
+    reusable: &[Option<&str>],
 ) -> Result<bool> {
     let mut keys = Vec::new();
-    for unit in units {
-        match &unit.plan {
-            UnitPlan::Reuse { key, .. } => keys.push(key.clone()),
-            UnitPlan::Compile { .. } => return Ok(true),
+    for key in reusable {
+        match key {
+            Some(key) => keys.push(key.to_string()),
+            None => return Ok(true),
         }
     }
     Ok(!library_stamp(build, resolved, name, &keys)?.holds())
-}
-
-/// Checks each reused unit's object before it is linked (see `cache`: Failure): a good one is
-/// the unit's object; one that is not compiles instead, saying why.
-pub(super) fn check_reused(units: &mut [Unit], objects: &mut ObjectCache) {
-    for unit in units {
-        let UnitPlan::Reuse { key, .. } = &unit.plan else {
-            continue;
-        };
-        match objects.take(key) {
-            Ok(object) => unit.object = Some(object),
-            Err(why) => {
-                unit.plan = UnitPlan::Compile {
-                    reason: Reason::Unusable(why),
-                    distribute: false,
-                }
-            }
-        }
-    }
 }
 
 /// Runs the jobs of `staged` (in the roots' links directory, made here), `parallelism.jobs` at
@@ -216,9 +197,7 @@ pub(super) fn store(
         for file in &scratch.other {
             let _ = std::fs::remove_file(file);
         }
-        if resolved.launcher.distributes() {
-            farm::localize_empty_cuid(&scratch.object)?;
-        }
+        resolved.launcher.finish_object(&scratch.object)?;
         let elapsed = last.duration_since(first);
         let key = objects.install(
             library,
@@ -261,7 +240,7 @@ fn depfile_headers(
     let _ = std::fs::remove_file(depfile);
     let mut headers: Vec<String> = Vec::new();
     for written in depfile::prerequisites(&deps) {
-        if farm::is_short_name(&written) {
+        if resolved.launcher.is_alias(&written) {
             continue;
         }
         let header = resolved.roots.rename(&written);
@@ -435,10 +414,7 @@ pub(super) fn failed_compile(
     failed: &jobs::Outcome,
 ) -> Result<CompileError> {
     let (code, stderr) = failed.failure.clone().expect("a failure");
-    let (code, stderr) = match resolved.launcher.distributes() {
-        true => farm::compiler_status(code, &stderr),
-        false => (code, stderr),
-    };
+    let (code, stderr) = resolved.launcher.failure(code, &stderr);
     let failed_command = &staged.commands[failed.job];
     let (source, repro_argv) = match staged.scratch.iter().find(|s| s.unit == failed.unit) {
         Some(scratch) => (staged.reports[failed.unit].source.clone(), &scratch.argv),

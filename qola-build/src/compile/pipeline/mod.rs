@@ -27,7 +27,6 @@ use crate::common::io::io_error;
 use crate::common::time::{unix_now, utc_timestamp};
 use crate::compile::Result;
 use crate::compile::cache::{BuildStats, ObjectCache};
-use crate::compile::launcher::farm;
 use crate::compile::passes::Prepared;
 use crate::compile::passes::{self, Context, ToCompile};
 use crate::compile::resolve::{Resolved, full_path};
@@ -87,9 +86,10 @@ impl HipBuild {
         stage::stage(units, r, objects, &prepared, layout.as_ref())
     }
 
-    /// Every unit of the build, looked up once, with the plan for it. When the library `library`
-    /// will be linked (`check`: by a build, not a plan), each reused object is checked first;
-    /// the farm is asked only when something compiles.
+    /// Every unit of the build, looked up once, with the plan for it, decided once. When the
+    /// library `library` will be linked (`check`: by a build, not a plan), each reusable object is
+    /// checked first; the launcher is asked whether it sends compiles elsewhere only when
+    /// something compiles.
     fn units(
         &self,
         resolved: &mut Resolved,
@@ -113,31 +113,45 @@ impl HipBuild {
             settings.args.extend(extra.iter().cloned());
             let id = crate::compile::cache::unit_id(&settings, &name);
             let facts = objects.facts(&id, library, &name, &settings, &resolved.roots);
-            let plan = plan::decide(&facts, &settings, false);
-            units.push(Unit {
-                source,
-                name,
-                extra,
-                settings,
-                id,
-                facts,
-                plan,
-                object: None,
-            });
+            units.push((source, name, extra, settings, id, facts));
         }
-        if check && execute::will_link(self, resolved, library, &units)? {
-            execute::check_reused(&mut units, objects);
-        }
-        if units.iter().any(|u| u.plan.compiles()) {
-            resolved.ask_farm(env)?;
-            let up = matches!(resolved.launcher.farm(), farm::Farm::Up { .. });
-            for unit in &mut units {
-                if let UnitPlan::Compile { distribute, .. } = &mut unit.plan {
-                    *distribute = up;
-                }
+        // What the decision needs besides each unit's facts: whether each reusable object can be
+        // used (checked only when the library will be linked) and, when something compiles,
+        // whether the launcher sends compiles elsewhere.
+        let reusable: Vec<Option<&str>> = units.iter().map(|u| plan::reusable(&u.5)).collect();
+        let mut taken: Vec<Option<std::result::Result<PathBuf, String>>> =
+            units.iter().map(|_| None).collect();
+        if check && execute::will_link(self, resolved, library, &reusable)? {
+            for (taken, key) in taken.iter_mut().zip(&reusable) {
+                *taken = key.map(|key| objects.take(key));
             }
         }
-        Ok(units)
+        let compiles = reusable
+            .iter()
+            .zip(&taken)
+            .any(|(key, taken)| key.is_none() || matches!(taken, Some(Err(_))));
+        let distribute = compiles && resolved.ask_launcher(env)?;
+        Ok(units
+            .into_iter()
+            .zip(taken)
+            .map(|((source, name, extra, settings, id, facts), taken)| {
+                let unusable = match &taken {
+                    Some(Err(why)) => Some(why.as_str()),
+                    _ => None,
+                };
+                let plan = plan::decide(&facts, &settings, unusable, distribute);
+                Unit {
+                    source,
+                    name,
+                    extra,
+                    settings,
+                    id,
+                    facts,
+                    plan,
+                    object: taken.and_then(|t| t.ok()),
+                }
+            })
+            .collect())
     }
 
     /// Why a unit of this build compiles in one call rather than passes (when its passes were
@@ -150,14 +164,11 @@ impl HipBuild {
 
     /// How many of the units whose ids are `to_compile` run at once, and why.
     fn parallelism(&self, r: &Resolved, objects: &ObjectCache, to_compile: &[&str]) -> Parallelism {
-        let farm = r.launcher.farm();
-        if let (Some(capacity), farm::Farm::Up { servers, cpus }) = (farm.capacity(), farm) {
-            // Remote compiles use neither the local cores nor the local memory.
+        if let Some((jobs, reason)) = r.launcher.capacity() {
+            // Compiles sent elsewhere use neither the local cores nor the local memory.
             return Parallelism {
-                jobs: capacity,
-                reason: format!(
-                    "{capacity} at once: the compile farm's capacity ({servers} build servers, {cpus} CPUs; sccache --dist-status)"
-                ),
+                jobs,
+                reason,
                 memory: None,
             };
         }
@@ -432,10 +443,7 @@ impl HipBuild {
             jobs_reason: parallelism.reason.clone(),
             launcher_hits: ran.answered.hits,
             farm: ran.answered.farm,
-            farm_down: match resolved.launcher.farm() {
-                farm::Farm::Down { why } => Some(why.clone()),
-                _ => None,
-            },
+            farm_down: resolved.launcher.stays_here().map(String::from),
             evicted,
         };
         let timings = match compiled {

@@ -1,14 +1,15 @@
 //! The compile plan, as a value: for each unit, reuse its object, compile it here, or send it to
 //! the compile farm, and why. [`decide`] is a pure function of what one lookup in the object
 //! cache found ([`UnitFacts`]), the compile the build would run (compiler identity and
-//! arguments) and whether the farm is up; the executor acts on its answer, and `qola plan`
+//! arguments), whether the cached object passed its check, and whether the launcher sends
+//! compiles elsewhere; it is decided once, the executor acts on its answer, and `qola plan`
 //! prints it. Reasons are data ([`Reason`]) until [`Reason`]'s `Display` turns them into words.
 
 use std::fmt;
 use std::path::PathBuf;
 
 use crate::compile::cache::Settings;
-use crate::compile::cache::{Changed, UnitFacts};
+use crate::compile::cache::{Changed, Recorded, UnitFacts};
 
 /// One unit as the build sees it: where its source is, its name and id, what the cache knows of
 /// it, and the plan for it.
@@ -96,19 +97,39 @@ impl fmt::Display for Reason {
     }
 }
 
-/// The plan for a unit whose compile would use `identity` and `args` (pure).
-pub(crate) fn decide(facts: &UnitFacts, settings: &Settings, farm_up: bool) -> UnitPlan {
-    let compile = |reason| UnitPlan::Compile {
-        reason,
-        distribute: farm_up,
-    };
+/// The key of the unit's object when the cache holds it (the unit can be reused, unless the
+/// object fails its check).
+pub(crate) fn reusable(facts: &UnitFacts) -> Option<&str> {
+    match &facts.recorded {
+        Some(Recorded {
+            key: Some(key),
+            cached: true,
+            ..
+        }) => Some(key),
+        _ => None,
+    }
+}
+
+/// The plan for a unit whose compile would use `identity` and `args` (pure): `unusable` says
+/// why its cached object failed its check, when it was checked and did; `distribute`, whether
+/// the launcher sends compiles elsewhere (the compile farm is up).
+pub(crate) fn decide(
+    facts: &UnitFacts,
+    settings: &Settings,
+    unusable: Option<&str>,
+    distribute: bool,
+) -> UnitPlan {
+    let compile = |reason| UnitPlan::Compile { reason, distribute };
     let Some(recorded) = &facts.recorded else {
         return compile(new_unit(facts.last.as_ref(), settings));
     };
-    if let (Some(key), true) = (&recorded.key, recorded.cached) {
-        return UnitPlan::Reuse {
-            key: key.clone(),
-            compiled_for: recorded.compiled_for.clone(),
+    if let Some(key) = reusable(facts) {
+        return match unusable {
+            Some(why) => compile(Reason::Unusable(why.to_string())),
+            None => UnitPlan::Reuse {
+                key: key.to_string(),
+                compiled_for: recorded.compiled_for.clone(),
+            },
         };
     }
     compile(match recorded.changed.first() {
@@ -178,6 +199,7 @@ mod tests {
         let plan = decide(
             &recorded(true, vec![Changed::Source]),
             &settings(&[]),
+            None,
             false,
         );
         assert_eq!(
@@ -186,6 +208,23 @@ mod tests {
                 key: "k".to_string(),
                 compiled_for: "/w/out".to_string()
             }
+        );
+    }
+
+    #[test]
+    fn a_cached_object_that_fails_its_check_compiles_saying_why() {
+        let plan = decide(
+            &recorded(true, vec![]),
+            &settings(&[]),
+            Some("its object is gone"),
+            true,
+        );
+        let UnitPlan::Compile { reason, distribute } = plan else {
+            panic!("expected a compile, got {plan:?}")
+        };
+        assert_eq!(
+            (reason.to_string().as_str(), distribute),
+            ("its cached object cannot be used: its object is gone", true)
         );
     }
 
@@ -205,9 +244,12 @@ mod tests {
             (vec![], "its object was evicted from the cache"),
         ] {
             for farm in [false, true] {
-                let UnitPlan::Compile { reason, distribute } =
-                    decide(&recorded(false, changed.clone()), &settings(&[]), farm)
-                else {
+                let UnitPlan::Compile { reason, distribute } = decide(
+                    &recorded(false, changed.clone()),
+                    &settings(&[]),
+                    None,
+                    farm,
+                ) else {
                     panic!("expected a compile")
                 };
                 assert_eq!((reason.to_string().as_str(), distribute), (words, farm));
@@ -223,7 +265,7 @@ mod tests {
                 recorded: None,
                 last,
             };
-            match decide(&facts, &settings(&["-O3", "-DX=2"]), false) {
+            match decide(&facts, &settings(&["-O3", "-DX=2"]), None, false) {
                 UnitPlan::Compile { reason, .. } => reason.to_string(),
                 other => panic!("{other:?}"),
             }

@@ -12,7 +12,7 @@ use crate::common::precedence::Setting;
 use crate::compile::HipBuild;
 use crate::compile::cache::ObjectCache;
 use crate::compile::cache::Settings;
-use crate::compile::launcher::{Launcher, farm};
+use crate::compile::launcher::{Compile, Launcher};
 use crate::compile::passes::Layout;
 use crate::compile::{CompileError, Result};
 mod roots;
@@ -288,7 +288,7 @@ impl Resolved {
     /// Why no unit of this build is split into passes, when none can be: a launcher (it caches
     /// and sends whole compiles), or one architecture and no shared includes (nothing to split).
     pub(crate) fn never_split(&self) -> Option<&'static str> {
-        if !matches!(self.launcher, Launcher::None) {
+        if self.launcher.wraps() {
             return Some(
                 "a compiler launcher caches and sends whole compiles, so units are not split",
             );
@@ -356,13 +356,14 @@ impl Resolved {
         Some(layout)
     }
 
-    /// Asks the compile farm, when the launcher is one (see `launcher`). Only builds with
-    /// something to compile ask: a no-op build runs nothing and writes nothing.
-    pub(crate) fn ask_farm(&mut self, env: &Env) -> Result<()> {
+    /// Asks the launcher whether compiles go elsewhere (a compile farm that is up; see
+    /// `launcher`). Only builds with something to compile ask: a no-op build runs nothing and
+    /// writes nothing.
+    pub(crate) fn ask_launcher(&mut self, env: &Env) -> Result<bool> {
         let command = self.command();
-        self.launcher.ask_farm(
+        self.launcher.ask(
             env,
-            &farm::Compile {
+            &Compile {
                 is_clang: self.toolchain.is_clang,
                 command: &command,
                 env: &self.toolchain.env,
@@ -387,9 +388,7 @@ impl Resolved {
         argv.extend(extra.iter().cloned());
         argv.push(cuid.to_string());
         let mut compiled = source.to_path_buf();
-        if self.launcher.distributes()
-            && let Some((link, dir)) = farm::short_name(source, &self.out_dir)
-        {
+        if let Some((link, dir)) = self.launcher.source_alias(source, &self.out_dir) {
             argv.extend(["-iquote".to_string(), self.roots.name(&dir)]);
             compiled = link;
         }

@@ -38,9 +38,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
+use crate::compile::launcher::{self as launcher, Answered, Compile, Kind, Sccache};
 use crate::compile::{CompileError, Result};
 pub(crate) use config::UserConfig;
-pub(crate) use failed_remotely::compiler_status;
+use failed_remotely::compiler_status;
 pub(crate) use server::Server;
 pub use status::FarmReport;
 pub(crate) use status::{SccacheStats, SchedulerStatus};
@@ -99,63 +100,149 @@ pub(crate) struct FarmCommand {
     pub server: Server,
 }
 
-/// The HIP compile of a build, as the farm needs it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Compile<'a> {
-    /// Whether the compiler is a clang driver already (nothing to expand).
-    pub is_clang: bool,
-    /// The compile command shared by every unit (the compiler first).
-    pub command: &'a [String],
-    /// The compiler's environment (a module's clang: `HIP_CLANG_PATH`).
-    pub env: &'a [(String, String)],
-    /// qola's cache (the toolchain archive, qola's sccache config).
-    pub cache: &'a Path,
-    /// A directory of the build's own (hipcc's expansion).
-    pub work: &'a Path,
-}
-
-/// The farm of a build: sccache with the user's `[dist]` config, compiling through the farm once
-/// [`Dist::start`] found it up (the launcher compiles with sccache here otherwise).
-#[derive(Debug)]
-pub(crate) struct Dist {
-    user: UserConfig,
-    state: Farm,
-    command: Option<FarmCommand>,
-}
-
-impl Dist {
-    /// The farm of `user`'s config.
-    pub(crate) fn new(user: UserConfig) -> Dist {
-        Dist {
+/// sccache with a `[dist]` config, when the program is `sccache` alone and the user's config
+/// has that section: the compile farm, or sccache here when it is down.
+pub(crate) fn detect(env: &Env, words: &[String], links: &Path) -> Result<Option<Box<dyn Kind>>> {
+    if !launcher::program_name(words).starts_with("sccache") {
+        return Ok(None);
+    }
+    let local = Sccache::new(env, words.to_vec(), links)?;
+    Ok(local.dist_config(env)?.map(|user| {
+        Box::new(FarmLauncher {
             user,
             state: Farm::Off,
             command: None,
+            local,
+        }) as Box<dyn Kind>
+    }))
+}
+
+/// The farm of a build: sccache with the user's `[dist]` config, compiling through the farm once
+/// asked and found up, and with sccache here (`local`) otherwise.
+#[derive(Debug)]
+pub(crate) struct FarmLauncher {
+    user: UserConfig,
+    state: Farm,
+    command: Option<FarmCommand>,
+    local: Sccache,
+}
+
+impl Kind for FarmLauncher {
+    fn words(&self) -> &[String] {
+        self.local.words()
+    }
+
+    /// Through the farm: qola's sccache server and the clang driver with hipcc's flags expanded,
+    /// in place of the compiler's command.
+    fn wrap(&self, compiler: Vec<String>) -> Vec<String> {
+        match &self.command {
+            Some(command) => command
+                .launcher
+                .iter()
+                .chain(&command.args)
+                .cloned()
+                .collect(),
+            None => self.local.wrap(compiler),
         }
     }
 
-    /// What the farm can do (`Off` until started).
-    pub(crate) fn state(&self) -> &Farm {
-        &self.state
+    fn env(&self) -> &[(String, String)] {
+        match &self.command {
+            Some(command) => command.server.env(),
+            None => self.local.env(),
+        }
     }
 
-    /// The farm's command, when compiles go there.
-    pub(crate) fn command(&self) -> Option<&FarmCommand> {
-        self.command.as_ref()
-    }
-
-    /// Asks the farm through `sccache` and, when it is up, prepares the command (expanded flags,
-    /// toolchain archive, qola's sccache config, a server of qola's own with `sccache_env`).
-    pub(crate) fn start(
-        &mut self,
-        env: &Env,
-        compile: &Compile,
-        sccache: &Path,
-        sccache_env: &[(String, String)],
-    ) -> Result<()> {
-        let (state, command) = prepare(env, &self.user, sccache, sccache_env, compile)?;
+    /// Asks the farm through `sccache` and, when it is up, prepares the command (expanded
+    /// flags, toolchain archive, qola's sccache config, a server of qola's own).
+    fn ask(&mut self, env: &Env, compile: &Compile) -> Result<bool> {
+        let (state, command) = prepare(
+            env,
+            &self.user,
+            &self.local.program(),
+            self.local.added_env(),
+            compile,
+        )?;
         self.state = state;
         self.command = command;
-        Ok(())
+        Ok(self.command.is_some())
+    }
+
+    fn start(&mut self) {
+        if self.command.is_none() {
+            self.local.start();
+        }
+    }
+
+    fn capacity(&self) -> Option<(usize, String)> {
+        let (Some(capacity), Farm::Up { servers, cpus }) = (self.state.capacity(), &self.state)
+        else {
+            return None;
+        };
+        Some((
+            capacity,
+            format!(
+                "{capacity} at once: the compile farm's capacity ({servers} build servers, {cpus} CPUs; sccache --dist-status)"
+            ),
+        ))
+    }
+
+    fn stays_here(&self) -> Option<&str> {
+        match &self.state {
+            Farm::Down { why } => Some(why),
+            _ => None,
+        }
+    }
+
+    fn counters(&self) -> Option<launcher::Counters> {
+        match &self.command {
+            Some(command) => SccacheStats::read(&command.server),
+            None => self.local.stats(),
+        }
+        .map(launcher::Counters::new)
+    }
+
+    /// A farm's report says what sccache's cache answered too.
+    fn answered(&self, before: launcher::Counters, log: Option<&Path>) -> Answered {
+        if self.command.is_none() {
+            return self.local.answered(before, log);
+        }
+        let after = SccacheStats::read(&self.command.as_ref().expect("checked").server);
+        match (before.of::<SccacheStats>(), after) {
+            (Some(before), Some(after)) => Answered {
+                hits: None,
+                farm: Some(before.since(&after)),
+            },
+            _ => Answered::default(),
+        }
+    }
+
+    /// No when the compiles ran elsewhere; as sccache's when the farm is down.
+    fn peaks_count(&self, answered: &Answered) -> bool {
+        self.command.is_none() && self.local.peaks_count(answered)
+    }
+
+    fn source_alias(&self, source: &Path, out_dir: &Path) -> Option<(PathBuf, PathBuf)> {
+        self.command.as_ref()?;
+        short_name(source, out_dir)
+    }
+
+    fn is_alias(&self, path: &Path) -> bool {
+        is_short_name(path)
+    }
+
+    fn finish_object(&self, object: &Path) -> Result<()> {
+        match self.command {
+            Some(_) => localize_empty_cuid(object),
+            None => Ok(()),
+        }
+    }
+
+    fn failure(&self, code: Option<i32>, stderr: &str) -> (Option<i32>, String) {
+        match self.command {
+            Some(_) => compiler_status(code, stderr),
+            None => (code, stderr.to_string()),
+        }
     }
 }
 
@@ -251,7 +338,7 @@ fn prepare(
 /// `-cuid=` does not help (sccache drops it from a distributed compile; `-Xclang -cuid=` makes
 /// sccache compile locally; measured). Without relocatable device code nothing reads that
 /// variable, so it is made local to its object.
-pub(crate) fn localize_empty_cuid(object: &Path) -> Result<()> {
+fn localize_empty_cuid(object: &Path) -> Result<()> {
     let nm = Command::new("nm").arg(object).output();
     let has = nm.is_ok_and(|o| {
         String::from_utf8_lossy(&o.stdout)
@@ -287,7 +374,7 @@ const SHORT_NAMES: &str = "qola-farm-sources";
 /// 100 bytes; CK's generated instances are named with ~170), a hard link (or copy) with a short
 /// name, made now, under the output directory, and the source's directory for `-iquote` (its
 /// `#include "..."` still find their neighbours). `None` when the name fits.
-pub(crate) fn short_name(source: &Path, out_dir: &Path) -> Option<(PathBuf, PathBuf)> {
+fn short_name(source: &Path, out_dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let name = source.file_name()?.to_string_lossy();
     if name.len() <= 90 {
         return None;
@@ -308,7 +395,7 @@ pub(crate) fn short_name(source: &Path, out_dir: &Path) -> Option<(PathBuf, Path
 }
 
 /// Whether `path` is one of [`short_name`]'s links (not a header of the unit).
-pub(crate) fn is_short_name(path: &Path) -> bool {
+fn is_short_name(path: &Path) -> bool {
     path.parent()
         .and_then(|d| d.file_name())
         .is_some_and(|d| d == SHORT_NAMES)

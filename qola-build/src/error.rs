@@ -1,13 +1,16 @@
 //! The crate-wide [`Error`]: the public face over each subsystem's own error. Every subsystem
 //! returns its own type ([`ManifestError`], [`PrepareError`], [`CompileError`], [`AiterError`],
 //! each `#[non_exhaustive]` with a `kind()`); [`Error`] gathers them for callers that mix
-//! subsystems and want one type, through `From` (`?` converts). A subsystem error that carries
-//! another's (`qola build` preparing the tree) becomes that other one here, so a refusal is
-//! always [`Error::Prepare`]. Each message says what failed, where and how to go on.
+//! subsystems and want one type, through `From` (`?` converts). One rule flattens them: a
+//! subsystem error that carries another's (`qola build` preparing the tree reads the manifest)
+//! becomes that other one here, and one that carries the shared [`Failure`] (I/O, environment,
+//! cache directory) becomes [`Error::Failure`], wherever it happened; so a refusal is always
+//! [`Error::Prepare`] and a failed write always [`Error::Failure`]. Each message says what
+//! failed, where and how to go on.
 
 pub use crate::aiter::AiterError;
 pub use crate::build_script::EnvError;
-pub use crate::cache::NoCacheDir;
+pub use crate::cache_dir::NoCacheDir;
 pub use crate::common::failure::Failure;
 pub use crate::common::io::IoError;
 pub use crate::common::kind::ErrorKind;
@@ -71,6 +74,7 @@ impl From<PrepareError> for Error {
     fn from(e: PrepareError) -> Error {
         match e {
             PrepareError::Manifest(e) => Error::Manifest(e),
+            PrepareError::Failure(e) => Error::Failure(e),
             e => Error::Prepare(e),
         }
     }
@@ -78,7 +82,10 @@ impl From<PrepareError> for Error {
 
 impl From<CompileError> for Error {
     fn from(e: CompileError) -> Error {
-        Error::Compile(e)
+        match e {
+            CompileError::Failure(e) => Error::Failure(e),
+            e => Error::Compile(e),
+        }
     }
 }
 
@@ -95,3 +102,31 @@ crate::common::failure::failure_from!(Error);
 
 /// `Result` with qola's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io() -> IoError {
+        IoError {
+            what: "write".to_string(),
+            path: "/x".into(),
+            source: std::io::Error::other("disk full"),
+        }
+    }
+
+    #[test]
+    fn a_failure_lands_in_the_same_variant_whichever_subsystem_met_it() {
+        let met = [
+            Error::from(PrepareError::from(io())),
+            Error::from(CompileError::from(io())),
+            Error::from(AiterError::from(io())),
+            Error::from(io()),
+        ];
+        for error in met {
+            assert!(matches!(error, Error::Failure(Failure::Io(_))), "{error:?}");
+        }
+        let manifest = PrepareError::Manifest(ManifestError::Missing);
+        assert!(matches!(Error::from(manifest), Error::Manifest(_)));
+    }
+}

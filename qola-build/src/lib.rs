@@ -123,7 +123,7 @@
 
 pub mod aiter;
 mod build_script;
-mod cache;
+mod cache_dir;
 mod common;
 mod compile;
 mod error;
@@ -161,7 +161,7 @@ pub fn gpu_archs(manifest_archs: &[String]) -> Result<Vec<String>> {
 /// a build script.
 pub fn cache_dir() -> Result<std::path::PathBuf> {
     let directives = build_script::Directives::new(true);
-    Ok(cache::dir(&build_script::Env::new(&directives))?)
+    Ok(cache_dir::dir(&build_script::Env::new(&directives))?)
 }
 
 /// What qola's object cache holds (`qola cache`): its objects and their size, the size it is kept
@@ -172,7 +172,7 @@ pub fn object_cache_usage(cache_dir: Option<&std::path::Path>) -> Result<CacheUs
     let env = build_script::Env::new(&directives);
     let cache = match cache_dir {
         Some(dir) => dir.to_path_buf(),
-        None => cache::dir(&env)?,
+        None => cache_dir::dir(&env)?,
     };
     Ok(compile::cache_usage(&env, &cache)?)
 }
@@ -185,7 +185,7 @@ pub fn clear_object_cache(cache_dir: Option<&std::path::Path>) -> Result<Cleared
     let env = build_script::Env::new(&directives);
     let cache = match cache_dir {
         Some(dir) => dir.to_path_buf(),
-        None => cache::dir(&env)?,
+        None => cache_dir::dir(&env)?,
     };
     Ok(compile::clear_cache(&cache, &directives)?)
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const FLOORS: [&str; 7] = [
     "common",
     "build_script",
-    "cache",
+    "cache_dir",
     "manifest",
     "prepare",
     "compile",

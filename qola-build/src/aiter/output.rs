@@ -327,7 +327,7 @@ impl OutputBuild {
         }
         let manifest = settings.manifest.clone();
         let archs = crate::compile::resolve_archs(env, &self.archs, &manifest.build.architectures)?;
-        let cache = settings.cache.clone().ok_or(crate::cache::NoCacheDir)?;
+        let cache = settings.cache.clone().ok_or(crate::cache_dir::NoCacheDir)?;
         let namespace = manifest.namespace().map(String::from);
         let variants = manifest.variant_filters()?;
         let toolchain = HipToolchain::find(env)?;

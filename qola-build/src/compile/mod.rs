@@ -343,7 +343,7 @@ pub(crate) fn cache_usage(
     cache: &Path,
 ) -> error::Result<CacheUsage> {
     let max = max_cache_size(env, cache)?;
-    Ok(cache::usage_of(&cache.join(crate::cache::OBJECTS), max))
+    Ok(cache::usage_of(&cache.join(crate::cache_dir::OBJECTS), max))
 }
 
 /// Empties qola's object cache under `cache` but for what running builds hold (`qola cache
@@ -354,7 +354,7 @@ pub(crate) fn clear_cache(
     directives: &crate::build_script::Directives,
 ) -> error::Result<Cleared> {
     let objects = cache::ObjectCache::open(
-        cache.join(crate::cache::OBJECTS),
+        cache.join(crate::cache_dir::OBJECTS),
         None,
         crate::common::hooks::Hooks::default(),
         directives,

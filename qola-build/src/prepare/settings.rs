@@ -188,7 +188,7 @@ impl Prepare {
         let normalized = normalize_url(&clone_url);
         let cache = Setting::argument(self.cache_dir.clone())
             .value()
-            .or_else(|| crate::cache::find(env));
+            .or_else(|| crate::cache_dir::find(env));
         let root = match Setting::argument(self.root.clone())
             .environment(|| {
                 Ok::<_, PrepareError>(env.var_os("QOLA_AITER_ROOT").map(PathBuf::from))
@@ -197,7 +197,7 @@ impl Prepare {
         {
             Some(root) => root,
             None => default_root(
-                cache.as_deref().ok_or(crate::cache::NoCacheDir)?,
+                cache.as_deref().ok_or(crate::cache_dir::NoCacheDir)?,
                 &normalized,
             ),
         };
@@ -319,7 +319,7 @@ pub(crate) fn default_root(cache: &Path, normalized_url: &str) -> PathBuf {
         .trim_end_matches(".git");
     let hash = blake3::hash(normalized_url.as_bytes()).to_hex();
     cache
-        .join(crate::cache::CHECKOUTS)
+        .join(crate::cache_dir::CHECKOUTS)
         .join(format!("{name}-{}", &hash[..12]))
 }
 

@@ -16,7 +16,7 @@
 //! | where it was compiled | for people (`compiled for <out dir>`) |
 //!
 //! The **last compile** of a source for a library (`sources/`) keeps the compiler identity and
-//! arguments ([`Settings`]), so a new unit id can say `flags changed` or `compiler changed`
+//! arguments ([`Invocation`]), so a new unit id can say `flags changed` or `compiler changed`
 //! instead of `first build`.
 
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,7 @@ pub(crate) const FORMAT: u32 = 3;
 
 /// How a unit is compiled: the compiler's identity and the arguments, as names.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Settings {
+pub(crate) struct Invocation {
     /// The compiler identity.
     pub identity: String,
     /// The compile arguments, as names.
@@ -48,7 +48,7 @@ pub(crate) struct Input {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ObjectKey {
     /// How it is compiled.
-    pub settings: Settings,
+    pub settings: Invocation,
     /// The source.
     pub source: Input,
     /// The headers, in the order the compiler read them.
@@ -162,7 +162,7 @@ impl ObjectKey {
 }
 
 /// The unit id of `source` (a name) compiled with `settings`.
-pub(crate) fn unit_id(settings: &Settings, source: &str) -> String {
+pub(crate) fn unit_id(settings: &Invocation, source: &str) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(format!("qola object format {FORMAT}\0").as_bytes());
     hasher.update(settings.identity.as_bytes());
@@ -188,7 +188,7 @@ mod tests {
 
     fn key() -> ObjectKey {
         ObjectKey {
-            settings: Settings {
+            settings: Invocation {
                 identity: "hipcc 6.4".to_string(),
                 args: vec!["-O3".to_string(), "-Icrate/include".to_string()],
             },

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::common::io::write_atomic;
-use crate::compile::cache::key::{Settings, UnitRecord};
+use crate::compile::cache::key::{Invocation, UnitRecord};
 
 /// One cache directory.
 #[derive(Debug, Clone)]
@@ -81,7 +81,7 @@ impl Layer {
     }
 
     /// The last compile of `source` for `library`.
-    pub(crate) fn last(&self, library: &str, source: &str) -> Option<Settings> {
+    pub(crate) fn last(&self, library: &str, source: &str) -> Option<Invocation> {
         let bytes = std::fs::read(self.last_path(library, source)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }

@@ -68,7 +68,7 @@ use crate::common::lock;
 use crate::compile::Roots;
 use crate::compile::{CompileError, Result};
 pub(crate) use key::Changed;
-pub(crate) use key::Settings;
+pub(crate) use key::Invocation;
 use key::{Input, ObjectKey};
 use layer::{Layer, Unusable};
 pub(crate) use lease::Evicted;
@@ -113,7 +113,7 @@ pub(crate) struct UnitFacts {
     /// The unit id's record, compared with today's files.
     pub recorded: Option<Recorded>,
     /// The last compile of this source for this library, when the unit id has no record.
-    pub last: Option<Settings>,
+    pub last: Option<Invocation>,
 }
 
 /// Where and by what an object was compiled, for people (`qola cache`, a reuse's reason).
@@ -169,7 +169,7 @@ impl<'a> ObjectCache<'a> {
         directives: &'a Directives,
     ) -> ObjectCache<'a> {
         let own = Layer::new(match out_dir {
-            Some(dir) => dir.join("qola-cache").join(crate::cache::OBJECTS),
+            Some(dir) => dir.join("qola-cache").join(crate::cache_dir::OBJECTS),
             None => root.clone(),
         });
         let mut cache = ObjectCache {
@@ -319,7 +319,7 @@ impl<'a> ObjectCache<'a> {
         unit_id: &str,
         library: &str,
         source: &str,
-        settings: &Settings,
+        settings: &Invocation,
         roots: &Roots,
     ) -> UnitFacts {
         let record = self.layers().iter().find_map(|l| l.record(unit_id));
@@ -437,7 +437,7 @@ impl<'a> ObjectCache<'a> {
         &mut self,
         library: &str,
         source: &str,
-        settings: &Settings,
+        settings: &Invocation,
         headers: &[String],
         roots: &Roots,
         compiled: &Path,

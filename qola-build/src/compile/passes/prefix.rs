@@ -94,7 +94,7 @@ pub(crate) fn proof_key(
 /// Where a proof's answer is kept in qola's cache.
 pub(crate) fn proof_path(cache: &Path, key: &str) -> PathBuf {
     cache
-        .join(crate::cache::PROBES)
+        .join(crate::cache_dir::PROBES)
         .join(format!("empty-device-pass-{}", &key[..32]))
 }
 

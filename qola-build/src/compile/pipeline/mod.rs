@@ -177,22 +177,24 @@ impl HipBuild {
         decide_parallelism(r.limit, &r.limit_source, estimate, available_memory())
     }
 
-    /// Writes the timings report of `name`'s build (when asked for; see `timings`): its path and
-    /// how long writing it took. A report that cannot be written is a warning, never a failed
-    /// build.
-    #[allow(clippy::too_many_arguments)]
+    /// Writes the timings report of the build (when asked for; see `timings`) that ran `ran`,
+    /// with its `summary` after `wall`: its path and how long writing it took. A report that
+    /// cannot be written is a warning, never a failed build.
     fn write_timings(
-        directives: &Directives,
-        r: &Resolved,
-        name: &str,
-        units: &[Unit],
+        b: &Building,
         staged: &Staged,
         ran: &execute::Ran,
         parallelism: &Parallelism,
         (summary, wall): (String, std::time::Duration),
-        start: Instant,
-        objects: &ObjectCache,
     ) -> Option<(PathBuf, std::time::Duration)> {
+        let (directives, r, name, units, start, objects) = (
+            b.directives,
+            &b.resolved,
+            b.name,
+            &b.units,
+            b.start,
+            &b.objects,
+        );
         if !r.timings {
             return None;
         }
@@ -335,7 +337,9 @@ impl HipBuild {
         })
     }
 
-    /// Compiles what changed and links `lib<name>.a` (see the module docs and `execute`).
+    /// Compiles what changed and links `lib<name>.a` (see the module docs and `execute`): the
+    /// build resolved and its plan decided, the jobs staged, run, and on success the objects
+    /// stored, the library linked and the report made.
     pub fn try_compile(&self, name: &str) -> Result<CompileReport> {
         let start = Instant::now();
         let directives = Directives::new(self.cargo_metadata);
@@ -348,23 +352,46 @@ impl HipBuild {
             resolved.launcher.start();
             objects.remove_leftovers();
         }
-        let mut staged = self.stage(&units, &resolved, &objects)?;
+        let mut b = Building {
+            directives: &directives,
+            resolved,
+            objects,
+            name,
+            units,
+            start,
+        };
+        let (mut staged, parallelism, log_units, ran) = self.run_jobs(&mut b)?;
+        if let Some(failed) = ran.outcomes.iter().find(|o| o.failure.is_some()) {
+            return Err(Self::failed(&b, &staged, &ran, &parallelism, failed)?);
+        }
+        let report = self.finish(&mut b, &mut staged, ran, &parallelism, log_units)?;
+        Ok(report)
+    }
+
+    /// Stages the build's jobs and runs them, a second time in the build's own cache when the
+    /// shared one was found full or read-only while compiling.
+    #[allow(clippy::type_complexity)]
+    fn run_jobs(
+        &self,
+        b: &mut Building,
+    ) -> Result<(Staged, Parallelism, Vec<(PathBuf, String)>, execute::Ran)> {
+        let mut staged = self.stage(&b.units, &b.resolved, &b.objects)?;
         let to_compile: Vec<&str> = staged
             .scratch
             .iter()
-            .map(|s| units[s.unit].id.as_str())
+            .map(|s| b.units[s.unit].id.as_str())
             .collect();
-        let parallelism = self.parallelism(&resolved, &objects, &to_compile);
-        let log = resolved.out_dir.join(format!("qola-compile-{name}.log"));
+        let parallelism = self.parallelism(&b.resolved, &b.objects, &to_compile);
         let log_units: Vec<(PathBuf, String)> = staged
             .reports
             .iter()
             .map(|u| (u.source.clone(), u.reason.clone()))
             .collect();
         let echo = Echo::choose(self.cargo_metadata, self.terminal);
-        let run = |staged: &mut Staged| {
+        let log = b.log();
+        let run = |staged: &mut Staged, resolved: &Resolved| {
             execute::run(
-                &resolved,
+                resolved,
                 staged,
                 &parallelism,
                 &log,
@@ -372,59 +399,70 @@ impl HipBuild {
                 echo,
             )
         };
-        let mut ran = run(&mut staged)?;
-        // A shared cache found full or read-only while compiling: the build's own takes over.
+        let mut ran = run(&mut staged, &b.resolved)?;
         if let Some(why) = ran
             .failure_text()
-            .and_then(|said| objects.write_failure(said))
+            .and_then(|said| b.objects.write_failure(said))
         {
             execute::remove_scratch(&staged.scratch);
-            objects.fall_back(why);
-            staged = self.stage(&units, &resolved, &objects)?;
-            ran = run(&mut staged)?;
+            b.objects.fall_back(why);
+            staged = self.stage(&b.units, &b.resolved, &b.objects)?;
+            ran = run(&mut staged, &b.resolved)?;
         }
-        if let Some(failed) = ran.outcomes.iter().find(|o| o.failure.is_some()) {
-            let source = staged
-                .reports
-                .get(failed.unit)
-                .map(|u| u.source.display().to_string());
-            let summary = format!(
-                "qola's compile of {} failed after {:.1}s",
-                source.unwrap_or_else(|| "a precompiled header".to_string()),
-                start.elapsed().as_secs_f64()
-            );
-            let timings = Self::write_timings(
-                &directives,
-                &resolved,
-                name,
-                &units,
-                &staged,
-                &ran,
-                &parallelism,
-                (summary, start.elapsed()),
-                start,
-                &objects,
-            );
-            if let Some((path, _)) = timings {
-                directives.info(&format!(
-                    "timings of the failed build: {}",
-                    timings::where_written(&path)
-                ));
-            }
-            execute::remove_scratch(&staged.scratch);
-            return Err(execute::failed_compile(&resolved, &staged, failed)?);
+        Ok((staged, parallelism, log_units, ran))
+    }
+
+    /// The error of a build whose job `failed`, its timings written first.
+    fn failed(
+        b: &Building,
+        staged: &Staged,
+        ran: &execute::Ran,
+        parallelism: &Parallelism,
+        failed: &crate::compile::run::Outcome,
+    ) -> Result<crate::compile::CompileError> {
+        let source = staged
+            .reports
+            .get(failed.unit)
+            .map(|u| u.source.display().to_string());
+        let summary = format!(
+            "qola's compile of {} failed after {:.1}s",
+            source.unwrap_or_else(|| "a precompiled header".to_string()),
+            b.start.elapsed().as_secs_f64()
+        );
+        let timings =
+            Self::write_timings(b, staged, ran, parallelism, (summary, b.start.elapsed()));
+        if let Some((path, _)) = timings {
+            b.directives.info(&format!(
+                "timings of the failed build: {}",
+                timings::where_written(&path)
+            ));
         }
-        execute::store(&mut objects, name, &units, &mut staged, &ran, &resolved)?;
-        let linked = execute::link_library(self, &resolved, name, &staged.reports)?;
-        execute::watch_inputs(&directives, &staged.reports, &resolved.out_dir);
+        execute::remove_scratch(&staged.scratch);
+        execute::failed_compile(&b.resolved, staged, failed)
+    }
+
+    /// After every job succeeded: the objects stored, the library linked, the cache evicted
+    /// and its history written, the report made, its timings and log written.
+    fn finish(
+        &self,
+        b: &mut Building,
+        staged: &mut Staged,
+        ran: execute::Ran,
+        parallelism: &Parallelism,
+        log_units: Vec<(PathBuf, String)>,
+    ) -> Result<CompileReport> {
+        let (name, resolved) = (b.name, &b.resolved);
+        execute::store(&mut b.objects, name, &b.units, staged, &ran, resolved)?;
+        let linked = execute::link_library(self, resolved, name, &staged.reports)?;
+        execute::watch_inputs(b.directives, &staged.reports, &resolved.out_dir);
         let compiled = staged.reports.iter().filter(|u| u.compiled).count();
         let evicted = if compiled > 0 {
-            objects.evict(resolved.max_cache_size)?.objects
+            b.objects.evict(resolved.max_cache_size)?.objects
         } else {
             0
         };
         // The cache's statistics are an optimisation's report: never a failed or a waiting build.
-        objects.record_build(BuildStats {
+        b.objects.record_build(BuildStats {
             at: utc_timestamp(unix_now()),
             library: name.to_string(),
             out_dir: resolved.out_dir.display().to_string(),
@@ -437,8 +475,8 @@ impl HipBuild {
             library_written: linked.written,
             archs: resolved.archs.clone(),
             toolchain: resolved.toolchain.clone(),
-            log,
-            elapsed: start.elapsed(),
+            log: b.log(),
+            elapsed: b.start.elapsed(),
             jobs: parallelism.jobs,
             jobs_reason: parallelism.reason.clone(),
             launcher_hits: ran.answered.hits,
@@ -451,25 +489,15 @@ impl HipBuild {
             _ => {
                 let summary = report.summary();
                 staged.reports = std::mem::take(&mut report.units);
-                let written = Self::write_timings(
-                    &directives,
-                    &resolved,
-                    name,
-                    &units,
-                    &staged,
-                    &ran,
-                    &parallelism,
-                    (summary, report.elapsed),
-                    start,
-                    &objects,
-                );
+                let written =
+                    Self::write_timings(b, staged, &ran, parallelism, (summary, report.elapsed));
                 report.units = std::mem::take(&mut staged.reports);
                 written
             }
         };
         let echo_summary = !self.cargo_metadata && self.terminal.is_some();
         execute::finish_log(
-            &directives,
+            b.directives,
             ran.progress,
             &report,
             log_units,
@@ -477,5 +505,25 @@ impl HipBuild {
             timings,
         )?;
         Ok(report)
+    }
+}
+
+/// One build of `lib<name>` on its way: what it resolved, its cache, its units with their plan,
+/// and when it started.
+struct Building<'a> {
+    directives: &'a Directives,
+    resolved: Resolved,
+    objects: ObjectCache<'a>,
+    name: &'a str,
+    units: Vec<Unit>,
+    start: Instant,
+}
+
+impl Building<'_> {
+    /// The build's log (`qola-compile-<name>.log` in the output directory).
+    fn log(&self) -> PathBuf {
+        self.resolved
+            .out_dir
+            .join(format!("qola-compile-{}.log", self.name))
     }
 }

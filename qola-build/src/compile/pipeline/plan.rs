@@ -3,12 +3,12 @@
 //! cache found ([`UnitFacts`]), the compile the build would run (compiler identity and
 //! arguments), whether the cached object passed its check, and whether the launcher sends
 //! compiles elsewhere; it is decided once, the executor acts on its answer, and `qola plan`
-//! prints it. Reasons are data ([`Reason`]) until [`Reason`]'s `Display` turns them into words.
+//! prints it. Reasons are data ([`CompileReason`]) until [`CompileReason`]'s `Display` turns them into words.
 
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::compile::cache::Settings;
+use crate::compile::cache::Invocation;
 use crate::compile::cache::{Changed, Recorded, UnitFacts};
 
 /// One unit as the build sees it: where its source is, its name and id, what the cache knows of
@@ -21,7 +21,7 @@ pub(crate) struct Unit {
     /// Flags of this unit alone ([`super::HipBuild::file_flags`]), as names, after the build's.
     pub extra: Vec<String>,
     /// How it is compiled: the build's settings, and its own flags after them.
-    pub settings: Settings,
+    pub settings: Invocation,
     /// The unit id (see `cache::key`).
     pub id: String,
     /// What the cache knows of it.
@@ -38,7 +38,10 @@ pub(crate) enum UnitPlan {
     /// Its object is in qola's cache under `key`, compiled for `compiled_for`.
     Reuse { key: String, compiled_for: String },
     /// Compile it, here or (`distribute`) on the compile farm, because of `reason`.
-    Compile { reason: Reason, distribute: bool },
+    Compile {
+        reason: CompileReason,
+        distribute: bool,
+    },
 }
 
 impl UnitPlan {
@@ -50,7 +53,7 @@ impl UnitPlan {
 
 /// Why a unit is compiled.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Reason {
+pub(crate) enum CompileReason {
     /// Nothing was ever compiled from this source for this library.
     FirstBuild,
     /// Compiled before with another compiler.
@@ -72,12 +75,12 @@ pub(crate) enum Reason {
     Unusable(String),
 }
 
-impl fmt::Display for Reason {
+impl fmt::Display for CompileReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Reason::FirstBuild => write!(f, "first build"),
-            Reason::CompilerChanged => write!(f, "compiler changed"),
-            Reason::FlagsChanged { added, removed } => {
+            CompileReason::FirstBuild => write!(f, "first build"),
+            CompileReason::CompilerChanged => write!(f, "compiler changed"),
+            CompileReason::FlagsChanged { added, removed } => {
                 write!(f, "flags changed")?;
                 if !added.is_empty() {
                     write!(f, ": +{}", added.join(" +"))?;
@@ -88,11 +91,11 @@ impl fmt::Display for Reason {
                 }
                 Ok(())
             }
-            Reason::SourceChanged => write!(f, "new content: the source"),
-            Reason::NewContent(header) => write!(f, "new content: {header}"),
-            Reason::Gone(input) => write!(f, "input gone: {input}"),
-            Reason::Evicted => write!(f, "its object was evicted from the cache"),
-            Reason::Unusable(why) => write!(f, "its cached object cannot be used: {why}"),
+            CompileReason::SourceChanged => write!(f, "new content: the source"),
+            CompileReason::NewContent(header) => write!(f, "new content: {header}"),
+            CompileReason::Gone(input) => write!(f, "input gone: {input}"),
+            CompileReason::Evicted => write!(f, "its object was evicted from the cache"),
+            CompileReason::Unusable(why) => write!(f, "its cached object cannot be used: {why}"),
         }
     }
 }
@@ -115,7 +118,7 @@ pub(crate) fn reusable(facts: &UnitFacts) -> Option<&str> {
 /// the launcher sends compiles elsewhere (the compile farm is up).
 pub(crate) fn decide(
     facts: &UnitFacts,
-    settings: &Settings,
+    settings: &Invocation,
     unusable: Option<&str>,
     distribute: bool,
 ) -> UnitPlan {
@@ -125,7 +128,7 @@ pub(crate) fn decide(
     };
     if let Some(key) = reusable(facts) {
         return match unusable {
-            Some(why) => compile(Reason::Unusable(why.to_string())),
+            Some(why) => compile(CompileReason::Unusable(why.to_string())),
             None => UnitPlan::Reuse {
                 key: key.to_string(),
                 compiled_for: recorded.compiled_for.clone(),
@@ -133,21 +136,21 @@ pub(crate) fn decide(
         };
     }
     compile(match recorded.changed.first() {
-        Some(Changed::Source) => Reason::SourceChanged,
-        Some(Changed::Header(name)) => Reason::NewContent(name.clone()),
-        Some(Changed::Gone(name)) => Reason::Gone(name.clone()),
-        None => Reason::Evicted,
+        Some(Changed::Source) => CompileReason::SourceChanged,
+        Some(Changed::Header(name)) => CompileReason::NewContent(name.clone()),
+        Some(Changed::Gone(name)) => CompileReason::Gone(name.clone()),
+        None => CompileReason::Evicted,
     })
 }
 
 /// Why a unit id never compiled before is new: compared with the last compile of its source.
-fn new_unit(last: Option<&Settings>, now: &Settings) -> Reason {
+fn new_unit(last: Option<&Invocation>, now: &Invocation) -> CompileReason {
     let Some(last) = last else {
-        return Reason::FirstBuild;
+        return CompileReason::FirstBuild;
     };
     let args = &now.args;
     if last.identity != now.identity {
-        return Reason::CompilerChanged;
+        return CompileReason::CompilerChanged;
     }
     let added: Vec<String> = args
         .iter()
@@ -163,9 +166,9 @@ fn new_unit(last: Option<&Settings>, now: &Settings) -> Reason {
     if added.is_empty() && removed.is_empty() && last.args == *args {
         // Same compiler, same arguments, same source name: the same unit id, whose record is
         // gone (a cleared cache).
-        return Reason::FirstBuild;
+        return CompileReason::FirstBuild;
     }
-    Reason::FlagsChanged { added, removed }
+    CompileReason::FlagsChanged { added, removed }
 }
 
 #[cfg(test)]
@@ -173,8 +176,8 @@ mod tests {
     use super::*;
     use crate::compile::cache::Recorded;
 
-    fn settings(args: &[&str]) -> Settings {
-        Settings {
+    fn settings(args: &[&str]) -> Invocation {
+        Invocation {
             identity: "id".to_string(),
             args: args.iter().map(|a| a.to_string()).collect(),
         }
@@ -259,7 +262,7 @@ mod tests {
 
     #[test]
     fn a_new_unit_says_what_differs_from_the_last_compile_of_its_source() {
-        let new = |last: Option<Settings>| {
+        let new = |last: Option<Invocation>| {
             let facts = UnitFacts {
                 source: "crate/a.hip".to_string(),
                 recorded: None,
@@ -272,7 +275,7 @@ mod tests {
         };
         assert_eq!(new(None), "first build");
         let last = |identity: &str, a: &[&str]| {
-            Some(Settings {
+            Some(Invocation {
                 identity: identity.to_string(),
                 ..settings(a)
             })

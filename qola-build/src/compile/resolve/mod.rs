@@ -10,8 +10,8 @@ use crate::common::hooks::Hooks;
 use crate::common::io::io_error;
 use crate::common::precedence::Setting;
 use crate::compile::HipBuild;
+use crate::compile::cache::Invocation;
 use crate::compile::cache::ObjectCache;
-use crate::compile::cache::Settings;
 use crate::compile::launcher::{Compile, Launcher};
 use crate::compile::passes::Layout;
 use crate::compile::{CompileError, Result};
@@ -28,7 +28,7 @@ pub(crate) struct Resolved {
     pub archs: Vec<String>,
     /// The compiler's identity and the compile arguments after the compiler, with every root
     /// by its name: what runs and what the unit ids hash.
-    pub settings: Settings,
+    pub settings: Invocation,
     pub roots: Roots,
     /// The launcher (see `launcher`): decided here, started when something compiles.
     pub launcher: Launcher,
@@ -64,7 +64,7 @@ impl Resolved {
         let out_dir = full_path(&out_dir)?;
         let cache = match Setting::argument(build.cache_dir.clone()).value() {
             Some(dir) => dir,
-            None => crate::cache::dir(env)?,
+            None => crate::cache_dir::dir(env)?,
         };
         let toolchain = match (&build.toolchain, &build.compiler) {
             (Some(identified), _) => identified.clone(),
@@ -122,7 +122,7 @@ impl Resolved {
         Ok(Resolved {
             out_dir,
             cache,
-            settings: Settings {
+            settings: Invocation {
                 identity: toolchain.identity.clone(),
                 args,
             },
@@ -278,7 +278,7 @@ impl Resolved {
     /// `directives`.
     pub(crate) fn object_cache<'d>(&self, directives: &'d Directives) -> ObjectCache<'d> {
         ObjectCache::open(
-            self.cache.join(crate::cache::OBJECTS),
+            self.cache.join(crate::cache_dir::OBJECTS),
             Some(&self.out_dir),
             self.hooks.clone(),
             directives,
@@ -310,7 +310,7 @@ impl Resolved {
         let key = blake3::hash(command.join("\0").as_bytes()).to_hex();
         let kept = self
             .cache
-            .join(crate::cache::PROBES)
+            .join(crate::cache_dir::PROBES)
             .join(format!("bundle-layout-{}", &key[..32]));
         if let Ok(text) = std::fs::read_to_string(&kept) {
             return Layout::parse(&text, &self.archs);

@@ -31,7 +31,7 @@ pub(crate) fn probe(
 ) -> Result<ProbeAnswer> {
     let key =
         blake3::hash(format!("{identity}\0{}", key_command[1..].join("\0")).as_bytes()).to_hex();
-    let record = cache.map(|c| c.join(crate::cache::PROBES).join(&key[..24]));
+    let record = cache.map(|c| c.join(crate::cache_dir::PROBES).join(&key[..24]));
     if let Some(known) = record
         .as_ref()
         .and_then(|r| std::fs::read_to_string(r).ok())

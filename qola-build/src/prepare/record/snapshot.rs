@@ -229,7 +229,7 @@ impl Snapshot {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let hash = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
         cache
-            .join(crate::cache::SNAPSHOTS)
+            .join(crate::cache_dir::SNAPSHOTS)
             .join(format!("{}.bin", &hash[..24]))
     }
 

@@ -44,20 +44,25 @@ fn build() -> Result<(), BoxError> {
         PathBuf::from(env("CARGO_MANIFEST_DIR")?.ok_or("CARGO_MANIFEST_DIR is not set")?);
     let kernels = manifest_dir.join("kernels");
     println!("cargo:include={}", kernels.join("include").display());
-    // Without QOLA_KERNELS, a manifest the user names (QOLA_MANIFEST) with modules means AITER.
-    let default = match env("QOLA_MANIFEST")? {
-        Some(path)
-            if !qola_build::Manifest::from_path(Path::new(&path))?
-                .modules
-                .is_empty() =>
-        {
-            "aiter"
-        }
+    // The manifest is read once: the one the user names (QOLA_MANIFEST), whose modules make
+    // AITER the default, or qola-sys's own when AITER is asked for.
+    let named = match env("QOLA_MANIFEST")? {
+        Some(path) => Some(qola_build::Manifest::from_path(Path::new(&path))?),
+        None => None,
+    };
+    let default = match &named {
+        Some(manifest) if !manifest.modules.is_empty() => "aiter",
         _ => "builtin",
     };
     match env("QOLA_KERNELS")?.as_deref().unwrap_or(default) {
         "builtin" => builtin(&kernels),
-        "aiter" => aiter(&manifest_dir, &kernels),
+        "aiter" => {
+            let manifest = match named {
+                Some(manifest) => manifest,
+                None => qola_build::Manifest::from_path(&manifest_dir.join("qola.toml"))?,
+            };
+            aiter(manifest, &manifest_dir, &kernels)
+        }
         other => Err(format!("QOLA_KERNELS={other}: expected builtin or aiter").into()),
     }
 }
@@ -199,21 +204,20 @@ fn selected_modules<'m>(
     Ok(selected)
 }
 
-fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
-    let manifest_path = match env("QOLA_MANIFEST")? {
-        Some(path) => PathBuf::from(path),
-        None => manifest_dir.join("qola.toml"),
-    };
-    let manifest = qola_build::Manifest::from_path(&manifest_path)?;
+/// AITER's modules of `manifest` (read once, handed to the preparation).
+fn aiter(
+    manifest: qola_build::Manifest,
+    manifest_dir: &Path,
+    kernels: &Path,
+) -> Result<(), BoxError> {
     let selection = env("QOLA_AITER_MODULES")?;
     let selected = selected_modules(&manifest, selection.as_deref())?;
-    let mut prepare = qola_build::Prepare::new();
-    prepare.manifest(&manifest_path);
-    let prepared = prepare.try_prepare()?;
+    let prepared = qola_build::Prepare::new()
+        .manifest_read(manifest.clone())
+        .try_prepare()?;
     let archs = qola_build::gpu_archs(&manifest.build.architectures)?;
     let out_dir = PathBuf::from(env("OUT_DIR")?.ok_or("OUT_DIR is not set")?);
     let cache = qola_build::cache_dir()?;
-    let any_ck_filter = env("QOLA_CK_FILTER")?;
     let wrappers = manifest_dir.join("aiter");
     println!("cargo:rerun-if-changed={}", wrappers.display());
     let variants = manifest.variant_filters()?;
@@ -222,14 +226,9 @@ fn aiter(manifest_dir: &Path, kernels: &Path) -> Result<(), BoxError> {
     // The compiler is identified once: by the first module, then handed to the others.
     let mut toolchain: Option<qola_build::HipToolchain> = None;
     for (module, source, exports) in selected {
-        // CK's forward and backward filters differ in form (the backward's has three `@` parts).
-        let ck_filter = match env(&format!(
-            "QOLA_CK_FILTER_{}",
-            module.name.to_ascii_uppercase()
-        ))? {
-            Some(filter) => Some(filter),
-            None => any_ck_filter.clone(),
-        };
+        // The module's own filter, else every module's (CK's forward and backward filters
+        // differ in form: the backward's has three `@` parts).
+        let ck_filter = qola_build::aiter::ck_filter(&module.name)?;
         let api = qola_build::aiter::Api::C {
             sources: vec![wrappers.join(source)],
             include: kernels.join("include"),

@@ -1,7 +1,7 @@
 //! One AITER module as a library, assembled in one place for every caller: qola-sys's build
 //! script (qola's C API, a static library), `qola build` (QoLA's C++ API, a shared library) and
 //! `qola plan` (the commands `qola build` would run). Each gets the module's recipe and flags
-//! (see [`prepare_module`], with the registry's entry applied), the hsa code objects of every
+//! (see [`crate::aiter::prepare_module`], with the registry's entry applied), the hsa code objects of every
 //! architecture embedded (`AITER_EMBEDDED_HSA`, see [`embed_hsa`]), and the API wrapper with
 //! its exports (QoLA's C++ API: the registry's `add_srcs` and version script, see
 //! [`crate::aiter::registry`]).
@@ -14,7 +14,7 @@ use crate::aiter::api_generation::{
 };
 use crate::aiter::error::Result;
 use crate::aiter::hsa::{EmbeddedHsa, embed_hsa};
-use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module};
+use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module_in};
 use crate::aiter::recipe::AiterPaths;
 use crate::aiter::registry::{self, Context, Registry};
 use crate::build_script::{Directives, Env};
@@ -64,7 +64,13 @@ pub struct AiterLibrary {
 /// the hsa header, wrappers and the version script go under `spec.gen_dir`; each file is
 /// rewritten only when its content changes.
 pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
-    let module = prepare_module(spec)?;
+    let directives = crate::build_script::Directives::new(spec.cargo_metadata);
+    library_in(spec, api, &Env::new(&directives))
+}
+
+/// [`library`] in the context `env` of the build that asks.
+pub(crate) fn library_in(spec: &AiterModuleSpec, api: &Api, env: &Env) -> Result<AiterLibrary> {
+    let module = prepare_module_in(spec, env)?;
     let work = spec.gen_dir.join(&module.recipe.name);
     // The manifest's, else the kernels the module's sources include the configs of, else the
     // ones qola knows the module loads (trees that generate their API sources, AITER 05a0d1f).
@@ -93,12 +99,11 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
             .and_then(|e| e.hsa_subdirs.clone())
             .unwrap_or_default(),
     };
-    let directives = crate::build_script::Directives::new(spec.cargo_metadata);
     for arch in spec.archs {
         for subdir in &subdirs {
             let dir = module.meta.join("hsa").join(arch).join(subdir);
             if dir.is_dir() {
-                directives.rerun_if_changed(&dir);
+                env.directives().rerun_if_changed(&dir);
             }
         }
     }
@@ -139,7 +144,7 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
             true
         }
         Api::Cpp { namespace, include } => {
-            let api = CppApi::resolve(spec.registry(), spec.root, spec.gen_dir)?;
+            let api = CppApi::resolve_in(spec.registry(), spec.root, spec.gen_dir, env)?;
             api.write_headers(include, namespace.as_deref())?;
             build.include(include);
             for flag in &module.recipe.extra_ldflags {
@@ -188,7 +193,16 @@ impl CppApi {
     /// AITER's attention headers has no `{api_generation}`.
     pub fn resolve(registry: &Registry, root: &Path, gen_dir: &Path) -> Result<CppApi> {
         let directives = Directives::new(false);
-        let env = Env::new(&directives);
+        CppApi::resolve_in(registry, root, gen_dir, &Env::new(&directives))
+    }
+
+    /// [`CppApi::resolve`] in the context `env` of the build that asks.
+    pub(crate) fn resolve_in(
+        registry: &Registry,
+        root: &Path,
+        gen_dir: &Path,
+        env: &Env,
+    ) -> Result<CppApi> {
         let api = match read_api(root) {
             Ok(api) => Some(api),
             Err(_) if !root.join("csrc/include/mha_fwd.h").exists() => None,
@@ -202,12 +216,12 @@ impl CppApi {
                 forward_extras: Vec::new(),
             }),
         )?;
-        let paths = AiterPaths::new(root, "", &env)?;
+        let paths = AiterPaths::new(root, "", env)?;
         let cx = Context {
             paths: &paths,
             api_generation: api.as_ref().map(|a| a.generation.name()),
             shipped_dir: &shipped_dir,
-            env: &env,
+            env,
         };
         let mut out = CppApi {
             headers: registry.public_headers(&cx)?,

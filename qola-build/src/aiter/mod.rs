@@ -53,7 +53,7 @@ pub(crate) use error::Result;
 pub use hsa::{EmbeddedHsa, embed_hsa};
 pub use library::{AiterLibrary, Api, CppApi, library};
 pub use module::{
-    AiterModule, AiterModuleSpec, CK_UNIT_MEMORY, check_ck_toolchain, prepare_module,
+    AiterModule, AiterModuleSpec, CK_UNIT_MEMORY, check_ck_toolchain, ck_filter, prepare_module,
 };
 pub use output::{
     BuildOutcome, BuildPlan, BuildRecord, ModulePlan, ModuleRecord, OutputBuild, Summary,

@@ -11,6 +11,7 @@ use crate::aiter::needs;
 use crate::aiter::recipe::{self, AiterPaths, ModuleRecipe};
 use crate::aiter::registry::{Context, Registry};
 use crate::build_script::Env;
+use crate::common::precedence::Setting;
 use crate::compile::HipToolchain;
 use crate::manifest::Module;
 
@@ -199,11 +200,40 @@ impl AiterModuleSpec<'_> {
 /// this compiler (`includes_of`, `flags_for`).
 pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
     let directives = crate::build_script::Directives::new(spec.cargo_metadata);
-    let env = Env::new(&directives);
+    prepare_module_in(spec, &Env::new(&directives))
+}
+
+/// The composable_kernel filter of `module` (CK's `--filter`) in a build script:
+/// `QOLA_CK_FILTER_<MODULE>` (the module's own: CK's forward and backward filters differ in
+/// form), else `QOLA_CK_FILTER` (every module's). Each read is tracked.
+pub fn ck_filter(module: &str) -> Result<Option<String>> {
+    let directives = crate::build_script::Directives::new(true);
+    ck_filter_in(&Env::new(&directives), module, None)
+}
+
+/// The filter of `module` in the context `env`, `argument` as the build's (`qola build
+/// --filter`): the module's own setting first, then the build's, by the one precedence
+/// (argument > environment).
+pub(crate) fn ck_filter_in(
+    env: &Env,
+    module: &str,
+    argument: Option<String>,
+) -> Result<Option<String>> {
+    let own = env.var(&format!("QOLA_CK_FILTER_{}", module.to_ascii_uppercase()))?;
+    if own.is_some() {
+        return Ok(own);
+    }
+    Ok(Setting::argument(argument)
+        .environment(|| env.var("QOLA_CK_FILTER"))?
+        .value())
+}
+
+/// [`prepare_module`] in the context `env` of the build that asks.
+pub(crate) fn prepare_module_in(spec: &AiterModuleSpec, env: &Env) -> Result<AiterModule> {
     let toolchain = match (spec.toolchain, spec.compiler) {
         (Some(identified), _) => identified.clone(),
         (None, Some(path)) => HipToolchain::identify(path)?,
-        (None, None) => HipToolchain::find(&env)?,
+        (None, None) => HipToolchain::find(env)?,
     };
     if let Some(entry) = spec.registry().entry(&spec.module.name)
         && let Some(supported) = &entry.architectures
@@ -220,9 +250,9 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
     let paths = AiterPaths::new(
         spec.root,
         spec.archs.first().map_or("", String::as_str),
-        &env,
+        env,
     )?;
-    let (mut recipe, mut warnings) = recipe_of(spec, &paths, &env)?;
+    let (mut recipe, mut warnings) = recipe_of(spec, &paths, env)?;
     if paths.meta != paths.root {
         warnings.push(format!(
             "AITER_META_DIR={}: the module's sources, generators and hsa code objects are read from there, not from the prepared tree {} (as QoLA reads them)",
@@ -243,7 +273,7 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
         })?,
     };
     check_ck_toolchain(&toolchain)?;
-    let third_party = crate::aiter::third_party::includes(spec.root, &recipe.third_party, &env)
+    let third_party = crate::aiter::third_party::includes(spec.root, &recipe.third_party, env)
         .map_err(|why| {
             key_error(
                 spec,
@@ -253,7 +283,7 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
             )
         })?;
     recipe.extra_include.extend(third_party);
-    let generated = generate(spec, &recipe, &env, &directives)?;
+    let generated = generate(spec, &recipe, env, env.directives())?;
     let mut sources: Vec<PathBuf> = recipe.srcs.clone();
     for g in &generated {
         sources.extend(
@@ -269,7 +299,7 @@ pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
     sources.sort();
     let file_flags = per_source_flags(spec, &recipe, &sources, &mut warnings)?;
     let includes = includes_of(spec.root, &generated, &recipe);
-    let (flags, dropped_flags) = flags_for(spec, &recipe, &toolchain, &env)?;
+    let (flags, dropped_flags) = flags_for(spec, &recipe, &toolchain, env)?;
     Ok(AiterModule {
         recipe,
         generated,

@@ -30,8 +30,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::aiter::error::{AiterError, Result};
-use crate::aiter::library::{AiterLibrary, Api, CppApi, library};
-use crate::aiter::module::AiterModuleSpec;
+use crate::aiter::library::{AiterLibrary, Api, CppApi, library_in};
+use crate::aiter::module::{AiterModuleSpec, ck_filter_in};
 use crate::aiter::prebuilt::KeyContext;
 use crate::aiter::prebuilt::{Arrival, LibraryKey, Stores};
 use crate::aiter::registry::Registry;
@@ -438,19 +438,9 @@ impl OutputBuild {
         Ok(selected)
     }
 
-    /// The module's CK filter: `QOLA_CK_FILTER_<MODULE>` (CK's forward and backward filters
-    /// differ in form), else `--filter`, else `QOLA_CK_FILTER`.
+    /// The module's CK filter (see [`crate::aiter::ck_filter`]), `--filter` as the build's.
     fn ck_filter_of(&self, env: &Env, module: &Module) -> Result<Option<String>> {
-        if let Some(f) = env.var(&format!(
-            "QOLA_CK_FILTER_{}",
-            module.name.to_ascii_uppercase()
-        ))? {
-            return Ok(Some(f));
-        }
-        match &self.ck_filter {
-            Some(f) => Ok(Some(f.clone())),
-            None => Ok(env.var("QOLA_CK_FILTER")?),
-        }
+        ck_filter_in(env, &module.name, self.ck_filter.clone())
     }
 
     /// A selected module assembled as a library ([`library`]): QoLA's C++ API, the output
@@ -482,7 +472,7 @@ impl OutputBuild {
             namespace: ctx.namespace.clone(),
             include: self.output_dir.join("include"),
         };
-        let mut lib = library(&spec, &api)?;
+        let mut lib = library_in(&spec, &api, env)?;
         lib.build
             .cache_dir(&ctx.cache)
             // The public headers are under the output directory: by name, the same for `-o A`
@@ -549,7 +539,7 @@ impl OutputBuild {
         let shared_files = match needs_tree {
             true => {
                 self.prepare_tree(&env, &directives, &mut ctx)?;
-                self.write_shared(&ctx)?
+                self.write_shared(&env, &ctx)?
             }
             false => Vec::new(),
         };
@@ -629,11 +619,12 @@ impl OutputBuild {
     /// Writes what every module of the output directory shares, from the prepared tree: the
     /// public headers, the tree's headers they include and AITER's tuning tables. Returns their paths under the output
     /// directory.
-    fn write_shared(&self, ctx: &Inputs) -> Result<Vec<String>> {
-        let api = CppApi::resolve(
+    fn write_shared(&self, env: &Env, ctx: &Inputs) -> Result<Vec<String>> {
+        let api = CppApi::resolve_in(
             &ctx.registry,
             &ctx.root,
             &self.output_dir.join("_qola").join("gen"),
+            env,
         )?;
         api.write_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
         let mut files: Vec<String> = api
@@ -808,7 +799,7 @@ impl OutputBuild {
         let report = lib
             .build
             .progress_on_terminal(self.verbose || lib.module.recipe.verbose)
-            .try_compile(&s.md_name)?;
+            .compile_in(&s.md_name, env)?;
         Ok((report.compiled(), report.units.len()))
     }
 
@@ -825,7 +816,7 @@ impl OutputBuild {
         let mut plans = Vec::new();
         for (s, library_key) in selected.into_iter().zip(keys) {
             let lib = self.assemble(&env, &ctx, &s)?;
-            let compile = lib.build.try_plan(&s.md_name)?;
+            let compile = lib.build.plan_in(&s.md_name, &env)?;
             warnings.extend(
                 lib.module
                     .warnings

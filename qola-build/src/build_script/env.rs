@@ -26,6 +26,12 @@ impl<'a> Env<'a> {
         read(name)
     }
 
+    /// The directives the reads are announced through: an entry point's context, handed down
+    /// with this `Env`.
+    pub(crate) fn directives(&self) -> &'a Directives {
+        self.directives
+    }
+
     /// `PATH`, not announced to Cargo (see the module docs).
     pub(crate) fn path(&self) -> Option<OsString> {
         read("PATH")

@@ -27,6 +27,7 @@ pub const DEFAULT_AITER_URL: &str = "https://github.com/ROCm/aiter.git";
 #[derive(Debug, Clone)]
 pub struct Prepare {
     pub(crate) manifest: Option<PathBuf>,
+    pub(crate) manifest_read: Option<Box<Manifest>>,
     pub(crate) root: Option<PathBuf>,
     pub(crate) url: Option<String>,
     pub(crate) commit: Option<String>,
@@ -50,6 +51,7 @@ impl Prepare {
     pub fn new() -> Prepare {
         Prepare {
             manifest: None,
+            manifest_read: None,
             root: None,
             url: None,
             commit: None,
@@ -67,6 +69,14 @@ impl Prepare {
     /// built in a build script, of the current directory otherwise).
     pub fn manifest(&mut self, path: impl Into<PathBuf>) -> &mut Prepare {
         self.manifest = Some(path.into());
+        self
+    }
+
+    /// The manifest, already read by the caller (from [`Manifest::path`]): as
+    /// [`Prepare::manifest`] with that file, which is then not read again.
+    pub fn manifest_read(&mut self, manifest: Manifest) -> &mut Prepare {
+        self.manifest = Some(manifest.path.clone());
+        self.manifest_read = Some(Box::new(manifest));
         self
     }
 
@@ -138,18 +148,23 @@ impl Prepare {
     }
 
     /// Resolves every setting, reading the environment through `env`, each with QoLA's
-    /// precedence (`common::precedence`); the manifest is read here, once.
+    /// precedence (`common::precedence`); the manifest is read here, once (unless the caller
+    /// handed it over read, [`Prepare::manifest_read`]).
     pub(crate) fn settings(&self, env: &Env, directives: &Directives) -> Result<Settings> {
         let manifest_path = Setting::argument(self.manifest.clone())
             .environment(|| Ok::<_, PrepareError>(env.var_os("QOLA_MANIFEST").map(PathBuf::from)))?
             .value()
             .or_else(|| default_manifest(env, self.cargo_metadata));
-        let manifest = match &manifest_path {
-            Some(path) => {
+        let manifest = match (&manifest_path, &self.manifest_read) {
+            (Some(path), Some(read)) if *path == read.path => {
+                directives.rerun_if_changed(path);
+                (**read).clone()
+            }
+            (Some(path), _) => {
                 directives.rerun_if_changed(path);
                 Manifest::from_path(path)?
             }
-            None => Manifest::default(),
+            (None, _) => Manifest::default(),
         };
         let url = Setting::argument(self.url.clone())
             .environment(|| env.var("QOLA_AITER_URL"))?

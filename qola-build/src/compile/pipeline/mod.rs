@@ -245,10 +245,14 @@ impl HipBuild {
     /// anything.
     pub fn try_plan(&self, name: &str) -> Result<CompilePlan> {
         let directives = Directives::new(false);
-        let env = Env::new(&directives);
-        let mut r = Resolved::new(self, &env)?;
-        let mut objects = r.object_cache(&directives);
-        let units = self.units(&mut r, &env, name, &mut objects, false)?;
+        self.plan_in(name, &Env::new(&directives))
+    }
+
+    /// [`HipBuild::try_plan`] in the context `env` of the build that asks.
+    pub(crate) fn plan_in(&self, name: &str, env: &Env) -> Result<CompilePlan> {
+        let mut r = Resolved::new(self, env)?;
+        let mut objects = r.object_cache(env.directives());
+        let units = self.units(&mut r, env, name, &mut objects, false)?;
         // The jobs, as the build stages them (its passes worked out the same way: the compiler
         // is asked what the build asks it, kept in qola's cache; nothing is compiled).
         let staged = self.stage(&units, &r, &objects)?;
@@ -341,19 +345,24 @@ impl HipBuild {
     /// build resolved and its plan decided, the jobs staged, run, and on success the objects
     /// stored, the library linked and the report made.
     pub fn try_compile(&self, name: &str) -> Result<CompileReport> {
-        let start = Instant::now();
         let directives = Directives::new(self.cargo_metadata);
-        let env = Env::new(&directives);
-        let mut resolved = Resolved::new(self, &env)?;
-        let mut objects = resolved.object_cache(&directives);
-        let units = self.units(&mut resolved, &env, name, &mut objects, true)?;
+        self.compile_in(name, &Env::new(&directives))
+    }
+
+    /// [`HipBuild::try_compile`] in the context `env` of the build that asks.
+    pub(crate) fn compile_in(&self, name: &str, env: &Env) -> Result<CompileReport> {
+        let start = Instant::now();
+        let directives = env.directives();
+        let mut resolved = Resolved::new(self, env)?;
+        let mut objects = resolved.object_cache(directives);
+        let units = self.units(&mut resolved, env, name, &mut objects, true)?;
         resolved.hooks.step("compile:planned");
         if units.iter().any(|u| u.plan.compiles()) {
             resolved.launcher.start();
             objects.remove_leftovers();
         }
         let mut b = Building {
-            directives: &directives,
+            directives,
             resolved,
             objects,
             name,

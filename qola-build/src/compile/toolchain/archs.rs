@@ -1,9 +1,10 @@
 //! GPU architectures: which ones to compile for, and whether the compiler supports them.
 //!
-//! The list comes, with QoLA's precedence, from an explicit list (`qola build --arch`, the
-//! builder's `.arch()`), then `QOLA_GPU_ARCHS` (`;` or `,` separated; in a build script it plays
-//! `--arch`), then the manifest's `[build] architectures`, then `GPU_ARCHS` (AITER's convention,
-//! `;` separated), then `native`: the GPUs of this machine as `rocm_agent_enumerator` or
+//! The list comes, with the one precedence (argument > environment > manifest > default; see
+//! `common::precedence`), from an explicit list (`qola build --arch`, the builder's `.arch()`),
+//! then `QOLA_GPU_ARCHS` (`;` or `,` separated; in a build script it plays `--arch`), then the
+//! manifest's `[build] architectures`, then the default: `GPU_ARCHS` (AITER's convention, `;`
+//! separated), else `native`: the GPUs of this machine as `rocm_agent_enumerator` or
 //! `rocminfo` report them. Each architecture is probed once per compiler (a tiny kernel compiled
 //! for it); the answer is kept in qola's cache, keyed by the compiler's identity.
 
@@ -15,20 +16,24 @@ use crate::compile::toolchain::HipToolchain;
 use crate::compile::toolchain::probe::{ProbeAnswer, probe};
 use crate::compile::{CompileError, Result};
 
+use crate::common::precedence::Setting;
 use crate::common::text::split_list as split;
 
 /// The architectures to compile for; `native` anywhere in a list is replaced by this machine's.
 pub(crate) fn resolve(env: &Env, explicit: &[String], manifest: &[String]) -> Result<Vec<String>> {
-    let mut list = if !explicit.is_empty() {
-        explicit.to_vec()
-    } else if let Some(v) = env.var("QOLA_GPU_ARCHS")? {
-        split(&v)
-    } else if !manifest.is_empty() {
-        manifest.to_vec()
-    } else if let Some(v) = env.var("GPU_ARCHS")? {
-        split(&v)
-    } else {
-        vec!["native".to_string()]
+    let given = |list: &[String]| (!list.is_empty()).then(|| list.to_vec());
+    let chosen = Setting::argument(given(explicit))
+        .environment(|| Ok::<_, CompileError>(env.var("QOLA_GPU_ARCHS")?.map(|v| split(&v))))?
+        .manifest(|| given(manifest))
+        .value();
+    // The default: AITER's `GPU_ARCHS` when set (read only when nothing above gave a list),
+    // else this machine's GPUs.
+    let mut list = match chosen {
+        Some(list) => list,
+        None => match env.var("GPU_ARCHS")? {
+            Some(v) => split(&v),
+            None => vec!["native".to_string()],
+        },
     };
     if list.iter().any(|a| a == "native") {
         let found = native()?;

@@ -24,7 +24,7 @@ use crate::prepare::record::scan;
 use crate::prepare::report::{Action, Preparation, Reason, ReasonKind};
 use crate::prepare::report::{LIST_LIMIT, name_some};
 use crate::prepare::report::{PrepareError, Result};
-use crate::prepare::sync::{Target, check_writes, sync};
+use crate::prepare::sync::{SeriesNames, Target, check_writes, sync};
 
 /// Writes the prepared state as `plan` says; `report` is the status's report, completed here.
 /// Every write goes through the preparation's journal: an error after the first one undoes them
@@ -137,8 +137,10 @@ fn write_prepared(
         &tree.pinned,
         &targets,
         &checked,
-        &patches,
-        &patch_for,
+        &SeriesNames {
+            patches: &patches,
+            patch_for: &patch_for,
+        },
         tree.qola_dir.backup_dir(unix_now()),
         journal,
     )?;

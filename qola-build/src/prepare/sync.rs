@@ -90,20 +90,28 @@ pub(crate) struct Checked {
     move_aside: BTreeSet<String>,
 }
 
+/// The patch series as [`sync`] names it in what it reports: the patches in order, and which
+/// of them leaves a path (`None`: the pinned content).
+pub(crate) struct SeriesNames<'a> {
+    /// The patches, in order.
+    pub patches: &'a [String],
+    /// The patch that leaves a path.
+    pub patch_for: &'a dyn Fn(&str) -> Option<String>,
+}
+
 /// Writes `targets` (superproject-relative paths) into the checkout, through `journal`, as
-/// `plan` (checked before) says; `backup_dir` receives what is in the way; `patch_for` names the
-/// patch of the series (`patches`, in order) that leaves a path (`None`: the pinned content).
-#[allow(clippy::too_many_arguments)]
+/// `plan` (checked before) says; `backup_dir` receives what is in the way; `series` names the
+/// patches.
 pub(crate) fn sync(
     root: &Path,
     pinned: &Pinned,
     targets: &BTreeMap<String, Target>,
     plan: &Checked,
-    patches: &[String],
-    patch_for: &dyn Fn(&str) -> Option<String>,
+    series: &SeriesNames,
     backup_dir: PathBuf,
     journal: &mut Journal,
 ) -> Result<Synced> {
+    let (patches, patch_for) = (series.patches, series.patch_for);
     let mut backup = Backup {
         dir: backup_dir,
         used: false,

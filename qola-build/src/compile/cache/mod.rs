@@ -116,6 +116,25 @@ pub(crate) struct UnitFacts {
     pub last: Option<Invocation>,
 }
 
+/// A freshly compiled object to store: `source` (a name) of `library`, compiled with
+/// `settings`, keyed by its depfile's `headers` (names), at `object`, with what its compile
+/// measured.
+#[derive(Clone, Copy)]
+pub(crate) struct Compiled<'a> {
+    /// The library.
+    pub library: &'a str,
+    /// The source's name.
+    pub source: &'a str,
+    /// How it was compiled.
+    pub settings: &'a Invocation,
+    /// The headers its depfile listed, by name.
+    pub headers: &'a [String],
+    /// The object.
+    pub object: &'a Path,
+    /// What its compile measured.
+    pub measured: Measured,
+}
+
 /// Where and by what an object was compiled, for people (`qola cache`, a reuse's reason).
 #[derive(Debug, Clone)]
 pub(crate) struct Origin {
@@ -428,22 +447,23 @@ impl<'a> ObjectCache<'a> {
         Err(why)
     }
 
-    /// Stores a freshly compiled object of `source` (a name) of `library`, compiled with
-    /// `settings`, keyed by its depfile's `headers` (names), raises the unit's recorded peak
-    /// memory to `measured.peak` and records how long it took; returns its key. When the shared
-    /// cache cannot take it, the build's own does (see the module docs: Failure).
-    #[allow(clippy::too_many_arguments)]
+    /// Stores the freshly compiled object `c` (see [`Compiled`]), raises the unit's recorded
+    /// peak memory to its measured peak and records how long it took; returns its key. When the
+    /// shared cache cannot take it, the build's own does (see the module docs: Failure).
     pub(crate) fn install(
         &mut self,
-        library: &str,
-        source: &str,
-        settings: &Invocation,
-        headers: &[String],
+        c: &Compiled,
         roots: &Roots,
-        compiled: &Path,
-        measured: Measured,
         origin: &Origin,
     ) -> Result<String> {
+        let Compiled {
+            library,
+            source,
+            settings,
+            headers,
+            object: compiled,
+            measured,
+        } = *c;
         // Contents may have been read before the compile: read them again.
         for name in std::iter::once(source).chain(headers.iter().map(String::as_str)) {
             if let Some(path) = roots.resolve(name) {

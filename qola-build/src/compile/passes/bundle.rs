@@ -178,6 +178,78 @@ pub(crate) fn targets(bytes: &[u8]) -> Option<Vec<String>> {
     Some(found)
 }
 
+/// What the bundle-layout probe needs of the build.
+pub(crate) struct LayoutProbe<'a> {
+    /// The compiler and its arguments (every root by name, every `--offload-arch`).
+    pub command: &'a [String],
+    /// The build's architectures.
+    pub archs: &'a [String],
+    /// qola's cache (the answer is kept in its `probes/`).
+    pub cache: &'a Path,
+    /// The build's scratch directory.
+    pub scratch: &'a Path,
+    /// Where the compiler runs (the roots' links directory, which exists).
+    pub links: &'a Path,
+    /// A path's name (see `roots`).
+    pub name: &'a dyn Fn(&Path) -> String,
+    /// The compiler's environment.
+    pub env: &'a [(String, String)],
+}
+
+/// How the driver of `p.command` bundles device code objects: its `-###` command for a tiny
+/// kernel, checked against the fat binary of that kernel compiled for the build's
+/// architectures (`objcopy` reads it). Asked once per compiler and arguments, kept in qola's
+/// cache; `None` when the driver does not say.
+pub(crate) fn probe_layout(p: &LayoutProbe) -> Option<Layout> {
+    let key = blake3::hash(p.command.join("\0").as_bytes()).to_hex();
+    let kept = p
+        .cache
+        .join(crate::cache_dir::PROBES)
+        .join(format!("bundle-layout-{}", &key[..32]));
+    if let Ok(text) = std::fs::read_to_string(&kept) {
+        return Layout::parse(&text, p.archs);
+    }
+    // A unit with a kernel: one without embeds no fat binary at all.
+    let probe = p.scratch.join("qola-bundle-probe.hip");
+    let text = "#include <hip/hip_runtime.h>\n__global__ void qola_bundle_probe() {}\n";
+    std::fs::write(&probe, text).ok()?;
+    let object = p.scratch.join("qola-bundle-probe.o");
+    let section = p.scratch.join("qola-bundle-probe.hipfb");
+    let run = |extra: &[&str]| {
+        let mut argv = p.command.to_vec();
+        argv.push("-cuid=0".to_string());
+        argv.extend(["-c".to_string(), (p.name)(&probe)]);
+        argv.extend(extra.iter().map(|a| a.to_string()));
+        std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .envs(p.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(p.links)
+            .output()
+            .ok()
+    };
+    let printed = run(&["-###", "-o", "/dev/null"])?;
+    let layout = Layout::from_driver(&String::from_utf8_lossy(&printed.stderr), p.archs);
+    let object_name = object.display().to_string();
+    let compiled = run(&["-o", &object_name]).is_some_and(|o| o.status.success());
+    let extracted = compiled
+        && std::process::Command::new("objcopy")
+            .args(["-O", "binary", "--only-section=.hip_fatbin"])
+            .arg(&object)
+            .arg(&section)
+            .status()
+            .is_ok_and(|s| s.success());
+    let bytes = std::fs::read(&section).ok().filter(|_| extracted);
+    for file in [&probe, &object, &section] {
+        let _ = std::fs::remove_file(file);
+    }
+    let layout = layout?.spelled_as_in(&bytes?)?;
+    if let Some(dir) = kept.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = crate::common::io::write_atomic(&kept, layout.to_text().as_bytes());
+    Some(layout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

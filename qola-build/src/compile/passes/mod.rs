@@ -54,7 +54,7 @@ pub(crate) use analysis::{Context, ToCompile, analyze};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub(crate) use bundle::Layout;
+pub(crate) use bundle::{Layout, LayoutProbe, probe_layout};
 pub(crate) use guard::Guard;
 
 /// The `-cuid=` of the unit `unit_id`: from its unit id, so the same unit gets the same one

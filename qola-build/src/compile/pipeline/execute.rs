@@ -18,7 +18,7 @@ use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
 use crate::compile::HipBuild;
-use crate::compile::cache::{Measured, ObjectCache};
+use crate::compile::cache::{Compiled, Measured, ObjectCache};
 use crate::compile::launcher::{Answered, requests};
 use crate::compile::pipeline::link;
 use crate::compile::pipeline::plan::Unit;
@@ -199,19 +199,18 @@ pub(super) fn store(
         }
         resolved.launcher.finish_object(&scratch.object)?;
         let elapsed = last.duration_since(first);
-        let key = objects.install(
+        let compiled = Compiled {
             library,
-            &unit.name,
-            &unit.settings,
-            &headers,
-            &resolved.roots,
-            &scratch.object,
-            Measured {
+            source: &unit.name,
+            settings: &unit.settings,
+            headers: &headers,
+            object: &scratch.object,
+            measured: Measured {
                 peak: peak.filter(|_| record_peaks),
                 seconds: elapsed.as_secs_f64(),
             },
-            &origin,
-        )?;
+        };
+        let key = objects.install(&compiled, &resolved.roots, &origin)?;
         let report = &mut staged.reports[scratch.unit];
         report.object = objects.object_path(&key);
         report.headers = headers

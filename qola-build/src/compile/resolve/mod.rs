@@ -13,7 +13,7 @@ use crate::compile::HipBuild;
 use crate::compile::cache::Invocation;
 use crate::compile::cache::ObjectCache;
 use crate::compile::launcher::{Compile, Launcher};
-use crate::compile::passes::Layout;
+use crate::compile::passes::{Layout, LayoutProbe, probe_layout};
 use crate::compile::{CompileError, Result};
 mod roots;
 
@@ -306,54 +306,16 @@ impl Resolved {
         if self.never_split().is_some() {
             return None;
         }
-        let command = self.command();
-        let key = blake3::hash(command.join("\0").as_bytes()).to_hex();
-        let kept = self
-            .cache
-            .join(crate::cache_dir::PROBES)
-            .join(format!("bundle-layout-{}", &key[..32]));
-        if let Ok(text) = std::fs::read_to_string(&kept) {
-            return Layout::parse(&text, &self.archs);
-        }
-        // A unit with a kernel: one without embeds no fat binary at all.
-        let probe = scratch.join("qola-bundle-probe.hip");
-        let text = "#include <hip/hip_runtime.h>\n__global__ void qola_bundle_probe() {}\n";
-        std::fs::write(&probe, text).ok()?;
-        let object = scratch.join("qola-bundle-probe.o");
-        let section = scratch.join("qola-bundle-probe.hipfb");
-        let run = |extra: &[&str]| {
-            let mut argv = command.clone();
-            argv.push("-cuid=0".to_string());
-            argv.extend(["-c".to_string(), self.roots.name(&probe)]);
-            argv.extend(extra.iter().map(|a| a.to_string()));
-            std::process::Command::new(&argv[0])
-                .args(&argv[1..])
-                .envs(self.toolchain.env.iter().map(|(k, v)| (k, v)))
-                .current_dir(self.roots.dir())
-                .output()
-                .ok()
-        };
-        let printed = run(&["-###", "-o", "/dev/null"])?;
-        let layout = Layout::from_driver(&String::from_utf8_lossy(&printed.stderr), &self.archs);
-        let object_name = object.display().to_string();
-        let compiled = run(&["-o", &object_name]).is_some_and(|o| o.status.success());
-        let extracted = compiled
-            && std::process::Command::new("objcopy")
-                .args(["-O", "binary", "--only-section=.hip_fatbin"])
-                .arg(&object)
-                .arg(&section)
-                .status()
-                .is_ok_and(|s| s.success());
-        let bytes = std::fs::read(&section).ok().filter(|_| extracted);
-        for file in [&probe, &object, &section] {
-            let _ = std::fs::remove_file(file);
-        }
-        let layout = layout?.spelled_as_in(&bytes?)?;
-        if let Some(dir) = kept.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let _ = crate::common::io::write_atomic(&kept, layout.to_text().as_bytes());
-        Some(layout)
+        let name = |p: &Path| self.roots.name(p);
+        probe_layout(&LayoutProbe {
+            command: &self.command(),
+            archs: &self.archs,
+            cache: &self.cache,
+            scratch,
+            links: self.roots.dir(),
+            name: &name,
+            env: &self.toolchain.env,
+        })
     }
 
     /// Asks the launcher whether compiles go elsewhere (a compile farm that is up; see

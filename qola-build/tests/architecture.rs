@@ -75,7 +75,8 @@ fn code(text: &str) -> String {
     let mut out = String::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        match (c, chars.peek()) {
+        let next = chars.peek().copied();
+        match (c, next) {
             ('/', Some('/')) => {
                 for c in chars.by_ref() {
                     if c == '\n' {
@@ -102,6 +103,47 @@ fn code(text: &str) -> String {
                     escaped = !escaped && c == '\\';
                 }
                 out.push_str("\"\"");
+            }
+            // A raw string: r"…", r#"…"#.
+            ('r', Some('"' | '#')) if !out.ends_with(|p: char| p.is_alphanumeric() || p == '_') => {
+                let mut hashes = 0;
+                while chars.next_if_eq(&'#').is_some() {
+                    hashes += 1;
+                }
+                if chars.next_if_eq(&'"').is_none() {
+                    out.push('r');
+                    out.extend(std::iter::repeat_n('#', hashes));
+                    continue;
+                }
+                let close: String = std::iter::once('"')
+                    .chain(std::iter::repeat_n('#', hashes))
+                    .collect();
+                let mut seen = String::new();
+                for c in chars.by_ref() {
+                    seen.push(c);
+                    if seen.ends_with(&close) {
+                        break;
+                    }
+                }
+                out.push_str("\"\"");
+            }
+            // A character literal ('"', '\'', 'x'), not a lifetime.
+            ('\'', Some(_)) => {
+                let mut ahead = chars.clone();
+                let literal = match ahead.next() {
+                    Some('\\') => {
+                        ahead.next();
+                        ahead.find(|c| *c == '\'').is_some()
+                    }
+                    Some(_) => ahead.next() == Some('\''),
+                    None => false,
+                };
+                if literal {
+                    chars = ahead;
+                    out.push_str("' '");
+                } else {
+                    out.push(c);
+                }
             }
             _ => out.push(c),
         }
@@ -416,6 +458,10 @@ fn the_graph_sees_the_imports_it_checks() {
         .map(|p| p.join("::"))
         .collect();
     assert_eq!(joined, ["crate::a::b", "crate::a::c::d", "crate::a::c::f"]);
+    // Literals that look like the start of a string hide nothing after them.
+    let text = code("let q = '\"'; let r = r#\"a \" b\"#; fn f<'a>() {}\nuse crate::x::y;");
+    assert!(text.ends_with("use crate::x::y;"), "{text}");
+    assert!(text.contains("fn f<'a>()"), "{text}");
 }
 
 #[test]

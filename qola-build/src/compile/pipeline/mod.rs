@@ -33,7 +33,7 @@ use crate::compile::resolve::{Resolved, full_path};
 use crate::compile::run::{Echo, Estimate, Parallelism, available_memory, decide_parallelism};
 use crate::compile::{CompilePlan, CompileReport, PlannedJob, PlannedUnit};
 use crate::compile::{HipBuild, timings};
-use plan::{Unit, UnitPlan};
+use plan::{Looked, Unit, UnitPlan};
 use stage::Staged;
 
 impl HipBuild {
@@ -113,12 +113,19 @@ impl HipBuild {
             settings.args.extend(extra.iter().cloned());
             let id = crate::compile::cache::unit_id(&settings, &name);
             let facts = objects.facts(&id, library, &name, &settings, &resolved.roots);
-            units.push((source, name, extra, settings, id, facts));
+            units.push(Looked {
+                source,
+                name,
+                extra,
+                settings,
+                id,
+                facts,
+            });
         }
         // What the decision needs besides each unit's facts: whether each reusable object can be
         // used (checked only when the library will be linked) and, when something compiles,
         // whether the launcher sends compiles elsewhere.
-        let reusable: Vec<Option<&str>> = units.iter().map(|u| plan::reusable(&u.5)).collect();
+        let reusable: Vec<Option<&str>> = units.iter().map(|u| plan::reusable(&u.facts)).collect();
         let mut taken: Vec<Option<std::result::Result<PathBuf, String>>> =
             units.iter().map(|_| None).collect();
         if check && execute::will_link(self, resolved, library, &reusable)? {
@@ -134,23 +141,7 @@ impl HipBuild {
         Ok(units
             .into_iter()
             .zip(taken)
-            .map(|((source, name, extra, settings, id, facts), taken)| {
-                let unusable = match &taken {
-                    Some(Err(why)) => Some(why.as_str()),
-                    _ => None,
-                };
-                let plan = plan::decide(&facts, &settings, unusable, distribute);
-                Unit {
-                    source,
-                    name,
-                    extra,
-                    settings,
-                    id,
-                    facts,
-                    plan,
-                    object: taken.and_then(|t| t.ok()),
-                }
-            })
+            .map(|(unit, taken)| unit.decide(taken, distribute))
             .collect())
     }
 

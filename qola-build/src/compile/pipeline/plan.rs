@@ -32,6 +32,49 @@ pub(crate) struct Unit {
     pub object: Option<PathBuf>,
 }
 
+/// One unit as its lookup found it, before its plan is decided (see [`Unit`]).
+pub(crate) struct Looked {
+    /// The source file.
+    pub source: PathBuf,
+    /// The source's name.
+    pub name: String,
+    /// Flags of this unit alone, as names.
+    pub extra: Vec<String>,
+    /// How it is compiled.
+    pub settings: Invocation,
+    /// The unit id.
+    pub id: String,
+    /// What the cache knows of it.
+    pub facts: UnitFacts,
+}
+
+impl Looked {
+    /// The unit with its plan, decided once ([`decide`]): `taken` is its cached object once
+    /// checked (`None`: not checked), `distribute` whether the launcher sends compiles
+    /// elsewhere.
+    pub(crate) fn decide(
+        self,
+        taken: Option<std::result::Result<PathBuf, String>>,
+        distribute: bool,
+    ) -> Unit {
+        let unusable = match &taken {
+            Some(Err(why)) => Some(why.as_str()),
+            _ => None,
+        };
+        let plan = decide(&self.facts, &self.settings, unusable, distribute);
+        Unit {
+            source: self.source,
+            name: self.name,
+            extra: self.extra,
+            settings: self.settings,
+            id: self.id,
+            facts: self.facts,
+            plan,
+            object: taken.and_then(|t| t.ok()),
+        }
+    }
+}
+
 /// What to do with one unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum UnitPlan {

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use crate::compile::cache::Invocation;
 use crate::compile::cache::{Changed, Recorded, UnitFacts};
 
-/// One unit as the build sees it: where its source is, its name and id, what the cache knows of
-/// it, and the plan for it.
-pub(crate) struct Unit {
+/// One unit as its lookup found it: where its source is, its name and id, what the cache knows
+/// of it; its plan is decided from this ([`Looked::decide`]).
+pub(crate) struct Looked {
     /// The source file.
     pub source: PathBuf,
     /// The source's name (see `roots`).
@@ -26,26 +26,25 @@ pub(crate) struct Unit {
     pub id: String,
     /// What the cache knows of it.
     pub facts: UnitFacts,
+}
+
+/// One unit as the build sees it: what its lookup found (read through it, as `unit.name`) and
+/// the plan for it.
+pub(crate) struct Unit {
+    /// What its lookup found.
+    pub looked: Looked,
     /// What to do with it.
     pub plan: UnitPlan,
     /// The object a reused unit links, once checked (see `cache`: Failure).
     pub object: Option<PathBuf>,
 }
 
-/// One unit as its lookup found it, before its plan is decided (see [`Unit`]).
-pub(crate) struct Looked {
-    /// The source file.
-    pub source: PathBuf,
-    /// The source's name.
-    pub name: String,
-    /// Flags of this unit alone, as names.
-    pub extra: Vec<String>,
-    /// How it is compiled.
-    pub settings: Invocation,
-    /// The unit id.
-    pub id: String,
-    /// What the cache knows of it.
-    pub facts: UnitFacts,
+impl std::ops::Deref for Unit {
+    type Target = Looked;
+
+    fn deref(&self) -> &Looked {
+        &self.looked
+    }
 }
 
 impl Looked {
@@ -63,12 +62,7 @@ impl Looked {
         };
         let plan = decide(&self.facts, &self.settings, unusable, distribute);
         Unit {
-            source: self.source,
-            name: self.name,
-            extra: self.extra,
-            settings: self.settings,
-            id: self.id,
-            facts: self.facts,
+            looked: self,
             plan,
             object: taken.and_then(|t| t.ok()),
         }

@@ -2,10 +2,11 @@
 //!
 //! 1. [`Resolved::new`]: output directory, cache, compiler, architectures (probed), roots and
 //!    arguments as names, the launcher, parallelism limits, the cache's size.
-//! 2. [`HipBuild::units`]: each unit looked up once in the object cache and planned by the pure
-//!    [`plan::decide`] (reuse, compile, or distribute, with the reason); when the library will
-//!    be linked, each reused object is checked first (a corrupt one compiles instead); the farm
-//!    is asked only when something compiles.
+//! 2. [`HipBuild::units`]: each unit looked up once in the object cache; when the library will
+//!    be linked, each reusable object is checked (a corrupt one compiles instead); when
+//!    something compiles, the launcher is asked once whether compiles go elsewhere; then each
+//!    unit's plan is decided once by the pure [`plan::decide`] (reuse, compile, or distribute,
+//!    with the reason).
 //! 3. `try_plan` says so; `try_compile` acts through the steps of `execute`: stage (a job per
 //!    unit to compile), run (in the links' directory, the log written as each ends; run again in
 //!    the build's own cache when the shared one turns out full or read-only), store (each
@@ -14,10 +15,10 @@
 
 mod execute;
 mod link;
-
-pub(crate) use link::SharedLink;
 pub(crate) mod plan;
 mod stage;
+
+pub(crate) use link::SharedLink;
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -283,7 +283,7 @@ pub(crate) fn prepare_module_in(spec: &AiterModuleSpec, env: &Env) -> Result<Ait
             )
         })?;
     recipe.extra_include.extend(third_party);
-    let generated = generate(spec, &recipe, env, env.directives())?;
+    let generated = generate(spec, &recipe, env)?;
     let mut sources: Vec<PathBuf> = recipe.srcs.clone();
     for g in &generated {
         sources.extend(
@@ -495,12 +495,8 @@ pub(crate) fn generator_python(env: &Env) -> Result<PathBuf> {
 
 /// Runs (or reuses) each of the recipe's code generators into `gen_dir`; their scripts'
 /// directories and `optCompilerConfig.json` are the build's inputs.
-fn generate(
-    spec: &AiterModuleSpec,
-    recipe: &ModuleRecipe,
-    env: &Env,
-    directives: &crate::build_script::Directives,
-) -> Result<Vec<Generated>> {
+fn generate(spec: &AiterModuleSpec, recipe: &ModuleRecipe, env: &Env) -> Result<Vec<Generated>> {
+    let directives = env.directives();
     let python = generator_python(env)?;
     let gen_root = spec.gen_dir.join(&recipe.name);
     let mut generated = Vec::new();

@@ -311,7 +311,7 @@ impl OutputBuild {
 
     /// Resolves the manifest, the settings, the architectures, the compiler and the registry:
     /// everything but the tree, which [`OutputBuild::prepare_tree`] prepares.
-    fn inputs(&self, env: &Env, directives: &Directives) -> Result<Inputs> {
+    fn inputs(&self, env: &Env) -> Result<Inputs> {
         let mut prepare = self.prepare.clone();
         prepare.cargo_metadata(false);
         if let Some(dir) = env.var_os("QOLA_AITER_SOURCE_DIR") {
@@ -321,7 +321,7 @@ impl OutputBuild {
             prepare.skip(true);
         }
         // One resolution of the settings, one read of the manifest, for the whole build.
-        let settings = prepare.settings(env, directives)?;
+        let settings = prepare.settings(env)?;
         if settings.manifest_path.is_none() {
             return Err(ManifestError::Missing.into());
         }
@@ -364,14 +364,9 @@ impl OutputBuild {
     }
 
     /// Prepares the tree (or takes it as it is): its root into `ctx`. Returns the preparation's
-    /// warnings, which it has said already (through `directives`).
-    fn prepare_tree(
-        &self,
-        env: &Env,
-        directives: &Directives,
-        ctx: &mut Inputs,
-    ) -> Result<Vec<String>> {
-        let prepared = ctx.prepare.prepare_with(&ctx.settings, env, directives)?;
+    /// warnings, which it has said already (through `env`'s directives).
+    fn prepare_tree(&self, env: &Env, ctx: &mut Inputs) -> Result<Vec<String>> {
+        let prepared = ctx.prepare.prepare_with(&ctx.settings, env)?;
         ctx.root = prepared.root;
         Ok(prepared.warnings)
     }
@@ -518,7 +513,7 @@ impl OutputBuild {
     pub fn try_build(&self) -> Result<BuildOutcome> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let mut ctx = self.inputs(&env, &directives)?;
+        let mut ctx = self.inputs(&env)?;
         let selected = self.select(&env, &ctx)?;
         let stores = self.stores(&env, &ctx.manifest)?;
         let keys = match &stores {
@@ -538,7 +533,7 @@ impl OutputBuild {
             .any(|(s, a)| s.prebuilt.is_none() && !fetched(a));
         let shared_files = match needs_tree {
             true => {
-                self.prepare_tree(&env, &directives, &mut ctx)?;
+                self.prepare_tree(&env, &mut ctx)?;
                 self.write_shared(&env, &ctx)?
             }
             false => Vec::new(),
@@ -808,10 +803,10 @@ impl OutputBuild {
     pub fn try_plan(&self) -> Result<BuildPlan> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let mut ctx = self.inputs(&env, &directives)?;
+        let mut ctx = self.inputs(&env)?;
         let selected = self.select(&env, &ctx)?;
         let keys = self.keys(&env, &ctx, &selected)?;
-        let mut warnings = self.prepare_tree(&env, &directives, &mut ctx)?;
+        let mut warnings = self.prepare_tree(&env, &mut ctx)?;
         warnings.extend(ctx.warnings.iter().cloned());
         let mut plans = Vec::new();
         for (s, library_key) in selected.into_iter().zip(keys) {
@@ -872,7 +867,7 @@ fn groups_exist(manifest: &Manifest, groups: &[String]) -> Result<()> {
 pub fn check_groups(prepare: &Prepare, groups: &[String]) -> Result<()> {
     let directives = Directives::new(false);
     let env = Env::new(&directives);
-    let settings = prepare.settings(&env, &directives)?;
+    let settings = prepare.settings(&env)?;
     if settings.manifest_path.is_none() {
         return Err(ManifestError::Missing.into());
     }

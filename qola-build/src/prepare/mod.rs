@@ -87,17 +87,13 @@ impl Prepare {
     /// [`Prepare::try_prepare`], with Cargo's directives going to `directives`.
     fn prepare_emitting(&self, directives: &Directives) -> Result<Preparation> {
         let env = Env::new(directives);
-        let settings = self.settings(&env, directives)?;
-        self.prepare_with(&settings, &env, directives)
+        let settings = self.settings(&env)?;
+        self.prepare_with(&settings, &env)
     }
 
     /// Prepares the tree `settings` (resolved by the caller, with its manifest parsed) name.
-    pub(crate) fn prepare_with(
-        &self,
-        settings: &Settings,
-        env: &Env,
-        directives: &Directives,
-    ) -> Result<Preparation> {
+    pub(crate) fn prepare_with(&self, settings: &Settings, env: &Env) -> Result<Preparation> {
+        let directives = env.directives();
         let _lock = lock_checkout(&settings.root, |lock, who| {
             directives.info(&format!(
                 "waiting for another qola preparation of {} to finish (lock {}, held by {who})",
@@ -106,7 +102,7 @@ impl Prepare {
             ))
         })?;
         remove_partial_clones(&settings.root);
-        let run = Run::new(settings, env, directives, Mode::Prepare)?;
+        let run = Run::new(settings, env, Mode::Prepare)?;
         // What an interrupted run left is dealt with first (see `journal`): rolled back, or a
         // first clone finished.
         let resumed = match open_checkout(&settings.root)? {
@@ -150,8 +146,8 @@ impl Prepare {
     pub fn try_status(&self) -> Result<Preparation> {
         let directives = Directives::new(self.cargo_metadata);
         let env = Env::new(&directives);
-        let settings = self.settings(&env, &directives)?;
-        let run = Run::new(&settings, &env, &directives, Mode::Status)?;
+        let settings = self.settings(&env)?;
+        let run = Run::new(&settings, &env, Mode::Status)?;
         let Observed { seen, found, .. } = observe(&run, None, Resumed::None)?;
         let decision = decide(found);
         match &decision {
@@ -166,8 +162,8 @@ impl Prepare {
     pub fn try_diff(&self) -> Result<Vec<u8>> {
         let directives = Directives::new(self.cargo_metadata);
         let env = Env::new(&directives);
-        let settings = self.settings(&env, &directives)?;
-        let run = Run::new(&settings, &env, &directives, Mode::Diff)?;
+        let settings = self.settings(&env)?;
+        let run = Run::new(&settings, &env, Mode::Diff)?;
         let compared = match observe(&run, None, Resumed::None)?.found {
             Found::Compared { tree, .. } => tree,
             Found::Missing => {

@@ -65,12 +65,8 @@ pub(crate) struct Run<'a> {
 
 impl<'a> Run<'a> {
     /// Reads the series (telling Cargo to watch it).
-    pub(crate) fn new(
-        settings: &'a Settings,
-        env: &'a Env<'a>,
-        directives: &'a Directives,
-        mode: Mode,
-    ) -> Result<Run<'a>> {
+    pub(crate) fn new(settings: &'a Settings, env: &'a Env<'a>, mode: Mode) -> Result<Run<'a>> {
+        let directives = env.directives();
         let series = load_series(&settings.series)?;
         // qola's own series pinned to a commit it is not written for: refused before anything
         // is cloned or fetched when the spec is a SHA (a name is checked once resolved).

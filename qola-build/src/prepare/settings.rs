@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::build_script::Directives;
 use crate::build_script::{Env, EnvError};
 use crate::common::precedence::Setting;
 use crate::manifest::Manifest;
@@ -150,7 +149,8 @@ impl Prepare {
     /// Resolves every setting, reading the environment through `env`, each with QoLA's
     /// precedence (`common::precedence`); the manifest is read here, once (unless the caller
     /// handed it over read, [`Prepare::manifest_read`]).
-    pub(crate) fn settings(&self, env: &Env, directives: &Directives) -> Result<Settings> {
+    pub(crate) fn settings(&self, env: &Env) -> Result<Settings> {
+        let directives = env.directives();
         let manifest_path = Setting::argument(self.manifest.clone())
             .environment(|| Ok::<_, PrepareError>(env.var_os("QOLA_MANIFEST").map(PathBuf::from)))?
             .value()

@@ -45,7 +45,7 @@ pub(crate) use sccache::Sccache;
 type Detect = fn(&Env, &[String], &Path) -> Result<Option<Box<dyn Kind>>>;
 
 /// The kinds, asked in order; a program none takes runs as given (`other.rs`).
-const KINDS: [Detect; 3] = [ccache::detect, farm::detect, sccache::detect];
+const KINDS: [Detect; 2] = [ccache::detect, sccache::detect];
 
 /// What a launcher does for a build (see the module docs). A kind answers what applies to it;
 /// the defaults are a launcher that only wraps the command.
@@ -63,16 +63,16 @@ pub(crate) trait Kind: std::fmt::Debug {
         &[]
     }
 
-    /// Whether there is a launcher at all (a launcher caches and sends whole compiles, so the
-    /// build does not split its units).
-    fn wraps(&self) -> bool {
-        true
+    /// Asked once, when something compiles (`qola plan` too), before the plan is decided:
+    /// whether compiles can go elsewhere (the compile farm is up), the launcher made ready for
+    /// it ([`Kind::distributes`] says the answer).
+    fn ask(&mut self, _env: &Env, _compile: &Compile) -> Result<()> {
+        Ok(())
     }
 
-    /// Asked once, when something compiles (`qola plan` too), before the plan is decided:
-    /// whether compiles go elsewhere (the compile farm is up), the launcher made ready for it.
-    fn ask(&mut self, _env: &Env, _compile: &Compile) -> Result<bool> {
-        Ok(false)
+    /// Whether compiles go elsewhere, once [`Kind::ask`] found that they can.
+    fn distributes(&self) -> bool {
+        false
     }
 
     /// Before the first compile (only builds that compile): its server starts, if it has one.
@@ -145,7 +145,6 @@ pub(crate) trait Kind: std::fmt::Debug {
 #[derive(Debug)]
 pub(crate) struct Launcher {
     kind: Box<dyn Kind>,
-    distributes: bool,
 }
 
 /// A launcher's counters before the compiles, to compare with after; each kind reads its own.
@@ -192,26 +191,18 @@ impl Launcher {
                 found.unwrap_or_else(|| Box::new(other::Other::new(words)))
             }
         };
-        Ok(Launcher {
-            kind,
-            distributes: false,
-        })
+        Ok(Launcher { kind })
     }
 
-    /// Asks the launcher whether compiles go elsewhere (only when something compiles); the
-    /// answer holds for the build.
-    pub(crate) fn ask(&mut self, env: &Env, compile: &Compile) -> Result<bool> {
-        self.distributes = self.kind.ask(env, compile)?;
-        Ok(self.distributes)
+    /// Whether there is a launcher at all (a launcher caches and sends whole compiles, so the
+    /// build does not split its units).
+    pub(crate) fn wraps(&self) -> bool {
+        !self.kind.words().is_empty()
     }
 
-    /// Whether compiles go elsewhere (see [`Launcher::ask`]).
-    pub(crate) fn distributes(&self) -> bool {
-        self.distributes
-    }
-
-    /// What the launcher answered since `before` (read by [`Kind::counters`]).
-    pub(crate) fn answered(&self, before: Option<Counters>, log: Option<&Path>) -> Answered {
+    /// What the launcher answered since `before` (read by [`Kind::counters`]; `None`: it keeps
+    /// no counters).
+    pub(crate) fn answered_since(&self, before: Option<Counters>, log: Option<&Path>) -> Answered {
         match before {
             Some(before) => self.kind.answered(before, log),
             None => Answered::default(),

@@ -11,10 +11,6 @@ impl Kind for NoLauncher {
         &[]
     }
 
-    fn wraps(&self) -> bool {
-        false
-    }
-
     /// The compiler ran for every unit, here: its peaks count.
     fn peaks_count(&self, _answered: &Answered) -> bool {
         true

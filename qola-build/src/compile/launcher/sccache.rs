@@ -11,17 +11,21 @@ use std::path::{Path, PathBuf};
 
 use crate::build_script::{Env, EnvError};
 use crate::compile::Result;
-use crate::compile::launcher::farm::{SccacheStats, Server, UserConfig};
+use crate::compile::launcher::farm::{FarmLauncher, SccacheStats, Server, UserConfig};
 use crate::compile::launcher::hits::LauncherHits;
 use crate::compile::launcher::{self as launcher, Answered, Kind};
 
-/// sccache compiling here, when the program is `sccache*` (after the farm, which takes it when
-/// its config has a `[dist]` section).
+/// When the program is `sccache*`: the compile farm when sccache runs alone and the user's
+/// config has a `[dist]` section (sccache here while the farm is down), else sccache here.
 pub(crate) fn detect(env: &Env, words: &[String], links: &Path) -> Result<Option<Box<dyn Kind>>> {
-    match launcher::program_name(words).starts_with("sccache") {
-        true => Ok(Some(Box::new(Sccache::new(env, words.to_vec(), links)?))),
-        false => Ok(None),
+    if !launcher::program_name(words).starts_with("sccache") {
+        return Ok(None);
     }
+    let local = Sccache::new(env, words.to_vec(), links)?;
+    Ok(Some(match local.dist_config(env)? {
+        Some(user) => Box::new(FarmLauncher::new(user, local)),
+        None => Box::new(local),
+    }))
 }
 
 /// sccache, with the environment its compiles run with and, once started, its server.

@@ -132,7 +132,7 @@ pub(super) fn run(
         outcomes,
         answered: resolved
             .launcher
-            .answered(before, staged.remote_log.as_deref()),
+            .answered_since(before, staged.remote_log.as_deref()),
         progress: Some(progress),
     })
 }

@@ -332,7 +332,8 @@ impl Resolved {
                 cache: &self.cache,
                 work: &self.out_dir.join("qola-farm"),
             },
-        )
+        )?;
+        Ok(self.launcher.distributes())
     }
 
     /// The full command compiling `source` to `object` with its depfile (all absolute), the

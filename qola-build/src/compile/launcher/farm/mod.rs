@@ -100,23 +100,6 @@ pub(crate) struct FarmCommand {
     pub server: Server,
 }
 
-/// sccache with a `[dist]` config, when the program is `sccache` alone and the user's config
-/// has that section: the compile farm, or sccache here when it is down.
-pub(crate) fn detect(env: &Env, words: &[String], links: &Path) -> Result<Option<Box<dyn Kind>>> {
-    if !launcher::program_name(words).starts_with("sccache") {
-        return Ok(None);
-    }
-    let local = Sccache::new(env, words.to_vec(), links)?;
-    Ok(local.dist_config(env)?.map(|user| {
-        Box::new(FarmLauncher {
-            user,
-            state: Farm::Off,
-            command: None,
-            local,
-        }) as Box<dyn Kind>
-    }))
-}
-
 /// The farm of a build: sccache with the user's `[dist]` config, compiling through the farm once
 /// asked and found up, and with sccache here (`local`) otherwise.
 #[derive(Debug)]
@@ -125,6 +108,19 @@ pub(crate) struct FarmLauncher {
     state: Farm,
     command: Option<FarmCommand>,
     local: Sccache,
+}
+
+impl FarmLauncher {
+    /// The farm of `user`'s `[dist]` config, with `local` compiling here until it is asked
+    /// and found up (see `sccache::detect`).
+    pub(crate) fn new(user: UserConfig, local: Sccache) -> FarmLauncher {
+        FarmLauncher {
+            user,
+            state: Farm::Off,
+            command: None,
+            local,
+        }
+    }
 }
 
 impl Kind for FarmLauncher {
@@ -155,7 +151,7 @@ impl Kind for FarmLauncher {
 
     /// Asks the farm through `sccache` and, when it is up, prepares the command (expanded
     /// flags, toolchain archive, qola's sccache config, a server of qola's own).
-    fn ask(&mut self, env: &Env, compile: &Compile) -> Result<bool> {
+    fn ask(&mut self, env: &Env, compile: &Compile) -> Result<()> {
         let (state, command) = prepare(
             env,
             &self.user,
@@ -165,7 +161,11 @@ impl Kind for FarmLauncher {
         )?;
         self.state = state;
         self.command = command;
-        Ok(self.command.is_some())
+        Ok(())
+    }
+
+    fn distributes(&self) -> bool {
+        self.command.is_some()
     }
 
     fn start(&mut self) {
@@ -204,11 +204,13 @@ impl Kind for FarmLauncher {
 
     /// A farm's report says what sccache's cache answered too.
     fn answered(&self, before: launcher::Counters, log: Option<&Path>) -> Answered {
-        if self.command.is_none() {
+        let Some(command) = &self.command else {
             return self.local.answered(before, log);
-        }
-        let after = SccacheStats::read(&self.command.as_ref().expect("checked").server);
-        match (before.of::<SccacheStats>(), after) {
+        };
+        match (
+            before.of::<SccacheStats>(),
+            SccacheStats::read(&command.server),
+        ) {
             (Some(before), Some(after)) => Answered {
                 hits: None,
                 farm: Some(before.since(&after)),

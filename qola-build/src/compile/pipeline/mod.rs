@@ -174,11 +174,10 @@ impl HipBuild {
     /// cannot be written is a warning, never a failed build.
     fn write_timings(
         b: &Building,
-        staged: &Staged,
-        ran: &execute::Ran,
-        parallelism: &Parallelism,
+        jobs: &Jobs,
         (summary, wall): (String, std::time::Duration),
     ) -> Option<(PathBuf, std::time::Duration)> {
+        let (staged, ran, parallelism) = (&jobs.staged, &jobs.ran, &jobs.parallelism);
         let (directives, r, name, units, start, objects) = (
             b.directives,
             &b.resolved,
@@ -361,21 +360,16 @@ impl HipBuild {
             units,
             start,
         };
-        let (mut staged, parallelism, log_units, ran) = self.run_jobs(&mut b)?;
-        if let Some(failed) = ran.outcomes.iter().find(|o| o.failure.is_some()) {
-            return Err(Self::failed(&b, &staged, &ran, &parallelism, failed)?);
+        let jobs = self.run_jobs(&mut b)?;
+        if let Some(failed) = jobs.ran.outcomes.iter().find(|o| o.failure.is_some()) {
+            return Err(Self::failed(&b, &jobs, failed)?);
         }
-        let report = self.finish(&mut b, &mut staged, ran, &parallelism, log_units)?;
-        Ok(report)
+        self.finish(&mut b, jobs)
     }
 
     /// Stages the build's jobs and runs them, a second time in the build's own cache when the
     /// shared one was found full or read-only while compiling.
-    #[allow(clippy::type_complexity)]
-    fn run_jobs(
-        &self,
-        b: &mut Building,
-    ) -> Result<(Staged, Parallelism, Vec<(PathBuf, String)>, execute::Ran)> {
+    fn run_jobs(&self, b: &mut Building) -> Result<Jobs> {
         let mut staged = self.stage(&b.units, &b.resolved, &b.objects)?;
         let to_compile: Vec<&str> = staged
             .scratch
@@ -410,17 +404,21 @@ impl HipBuild {
             staged = self.stage(&b.units, &b.resolved, &b.objects)?;
             ran = run(&mut staged, &b.resolved)?;
         }
-        Ok((staged, parallelism, log_units, ran))
+        Ok(Jobs {
+            staged,
+            parallelism,
+            log_units,
+            ran,
+        })
     }
 
     /// The error of a build whose job `failed`, its timings written first.
     fn failed(
         b: &Building,
-        staged: &Staged,
-        ran: &execute::Ran,
-        parallelism: &Parallelism,
+        jobs: &Jobs,
         failed: &crate::compile::run::Outcome,
     ) -> Result<crate::compile::CompileError> {
+        let staged = &jobs.staged;
         let source = staged
             .reports
             .get(failed.unit)
@@ -430,8 +428,7 @@ impl HipBuild {
             source.unwrap_or_else(|| "a precompiled header".to_string()),
             b.start.elapsed().as_secs_f64()
         );
-        let timings =
-            Self::write_timings(b, staged, ran, parallelism, (summary, b.start.elapsed()));
+        let timings = Self::write_timings(b, jobs, (summary, b.start.elapsed()));
         if let Some((path, _)) = timings {
             b.directives.info(&format!(
                 "timings of the failed build: {}",
@@ -444,16 +441,10 @@ impl HipBuild {
 
     /// After every job succeeded: the objects stored, the library linked, the cache evicted
     /// and its history written, the report made, its timings and log written.
-    fn finish(
-        &self,
-        b: &mut Building,
-        staged: &mut Staged,
-        ran: execute::Ran,
-        parallelism: &Parallelism,
-        log_units: Vec<(PathBuf, String)>,
-    ) -> Result<CompileReport> {
+    fn finish(&self, b: &mut Building, mut jobs: Jobs) -> Result<CompileReport> {
         let (name, resolved) = (b.name, &b.resolved);
-        execute::store(&mut b.objects, name, &b.units, staged, &ran, resolved)?;
+        let (staged, ran) = (&mut jobs.staged, &mut jobs.ran);
+        execute::store(&mut b.objects, name, &b.units, staged, ran, resolved)?;
         let linked = execute::link_library(self, resolved, name, &staged.reports)?;
         execute::watch_inputs(b.directives, &staged.reports, &resolved.out_dir);
         let compiled = staged.reports.iter().filter(|u| u.compiled).count();
@@ -478,10 +469,10 @@ impl HipBuild {
             toolchain: resolved.toolchain.clone(),
             log: b.log(),
             elapsed: b.start.elapsed(),
-            jobs: parallelism.jobs,
-            jobs_reason: parallelism.reason.clone(),
+            jobs: jobs.parallelism.jobs,
+            jobs_reason: jobs.parallelism.reason.clone(),
             launcher_hits: ran.answered.hits,
-            farm: ran.answered.farm,
+            farm: ran.answered.farm.take(),
             farm_down: resolved.launcher.stays_here().map(String::from),
             evicted,
         };
@@ -489,24 +480,32 @@ impl HipBuild {
             0 => None,
             _ => {
                 let summary = report.summary();
-                staged.reports = std::mem::take(&mut report.units);
-                let written =
-                    Self::write_timings(b, staged, &ran, parallelism, (summary, report.elapsed));
-                report.units = std::mem::take(&mut staged.reports);
+                jobs.staged.reports = std::mem::take(&mut report.units);
+                let written = Self::write_timings(b, &jobs, (summary, report.elapsed));
+                report.units = std::mem::take(&mut jobs.staged.reports);
                 written
             }
         };
         let echo_summary = !self.cargo_metadata && self.terminal.is_some();
         execute::finish_log(
             b.directives,
-            ran.progress,
+            jobs.ran.progress,
             &report,
-            log_units,
+            jobs.log_units,
             echo_summary,
             timings,
         )?;
         Ok(report)
     }
+}
+
+/// The jobs of a build and how they ran: as staged, how many at once and why, each unit's line
+/// of the log, and the outcomes with what the launcher answered.
+struct Jobs {
+    staged: Staged,
+    parallelism: Parallelism,
+    log_units: Vec<(PathBuf, String)>,
+    ran: execute::Ran,
 }
 
 /// One build of `lib<name>` on its way: what it resolved, its cache, its units with their plan,

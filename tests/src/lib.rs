@@ -176,6 +176,12 @@ pub fn fake_hipcc() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fake/hipcc")
 }
 
+/// The stand-in for ck-jit's interceptor (`tests/fake/ck-jit-hipcc`: ck-jit's contract, each
+/// call recorded in `$CK_JIT_TMP_DIR/calls.ndjson`), for CI, which cannot fetch ck-jit.
+pub fn fake_ck_jit_interceptor() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fake/ck-jit-hipcc")
+}
+
 /// The HIP compiler that can compile composable_kernel: `QOLA_SID_HIPCC`, else the wrapper
 /// `tools/sid-hipcc-setup` leaves in `target/qola-fixtures/sid-hipcc`. Outside CI a test without
 /// one says so and returns `None`; in CI it is a failure.
@@ -192,6 +198,54 @@ pub fn sid_hipcc() -> Option<PathBuf> {
         eprintln!("skipping: no composable_kernel toolchain; run tools/sid-hipcc-setup");
     }
     found
+}
+
+/// A ROCm directory around the sid toolchain's `hipcc` (the wrapper): `bin/hipcc`, and the sid
+/// root's `lib`, `share`, the device libraries (`amdgcn`) and ROCm's own headers (`include/hip`,
+/// `hsa`, `amd_comgr`: not the whole `/usr/include`, which as `-isystem` would shadow the C
+/// library's), as a tool expects of `$ROCM_PATH` (ck-jit links its fake ROCm's entries to
+/// these). Made in the fixtures once.
+pub fn sid_rocm(hipcc: &Path) -> PathBuf {
+    let sid_root = hipcc
+        .parent()
+        .expect("the wrapper's directory")
+        .join("sid-root");
+    let rocm = fixtures_dir().join("sid-rocm");
+    let usr = sid_root.join("usr");
+    let clang = std::fs::read_dir(usr.join("lib"))
+        .expect("the sid root's /usr/lib")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("llvm-"))
+        })
+        .max()
+        .expect("an llvm-<n> in the sid root");
+    let device_libs = std::fs::read_dir(clang.join("lib/clang"))
+        .expect("clang's resource directories")
+        .filter_map(|e| e.ok().map(|e| e.path().join("amdgcn")))
+        .find(|p| p.is_dir())
+        .expect("the device libraries in the sid root");
+    let links: Vec<(PathBuf, PathBuf)> = vec![
+        (rocm.join("bin/hipcc"), hipcc.to_path_buf()),
+        (rocm.join("lib"), usr.join("lib")),
+        (rocm.join("share"), usr.join("share")),
+        (rocm.join("amdgcn"), device_libs),
+        (rocm.join("include/hip"), usr.join("include/hip")),
+        (rocm.join("include/hsa"), usr.join("include/hsa")),
+        (
+            rocm.join("include/amd_comgr"),
+            usr.join("include/amd_comgr"),
+        ),
+    ];
+    for (link, to) in links {
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        if std::fs::read_link(&link).ok().as_deref() != Some(to.as_path()) {
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&to, &link).unwrap();
+        }
+    }
+    rocm
 }
 
 /// Runs `program` in the sid toolchain's root (next to `hipcc`, where its HIP runtime is), with

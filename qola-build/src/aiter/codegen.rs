@@ -84,16 +84,28 @@ fn inputs_hash(argv: &[String], script_dir: &Path) -> Result<String> {
     Ok(hasher.finalize().to_hex().to_string())
 }
 
-/// Runs (or reuses) the generator `command` (index `index` of its module) under `gen_root`,
-/// with `GPU_ARCHS` set to `gpu_archs` (AITER's generators read it).
+/// Where CK's fmha instances (and its API dispatchers) are generated: in the generator's own
+/// directory (every build of qola's own), or in a `blob/` directory below it, as AITER's own
+/// build places them, for ck-jit's interceptor, which knows a CK instance by that directory
+/// (see `aiter::ck_jit`). Every other generator writes into its own directory either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CkInstances {
+    /// `<gen>/<module>/<index>/`.
+    InGeneratorDir,
+    /// `<gen>/<module>/<index>/blob/`.
+    InBlobDir,
+}
+
+/// Runs (or reuses) the generator `command` into `<gen_root>/<dir_name>` (its stamp and
+/// scratch beside it), with `GPU_ARCHS` set to `gpu_archs` (AITER's generators read it).
 pub(crate) fn run_generator(
     python: &Path,
     command: &str,
-    index: usize,
+    dir_name: &str,
     gen_root: &Path,
     gpu_archs: &str,
 ) -> Result<Generated> {
-    let dir = gen_root.join(index.to_string());
+    let dir = gen_root.join(dir_name);
     let mut argv_stable = generator_argv(command, &dir);
     let script = PathBuf::from(argv_stable.first().cloned().unwrap_or_default());
     let script_dir = script
@@ -102,7 +114,7 @@ pub(crate) fn run_generator(
         .unwrap_or_else(|| PathBuf::from("."));
     argv_stable.push(format!("GPU_ARCHS={gpu_archs}"));
     let hash = inputs_hash(&argv_stable, &script_dir)?;
-    let stamp = gen_root.join(format!("{index}.inputs"));
+    let stamp = gen_root.join(format!("{dir_name}.inputs"));
     if dir.is_dir() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == hash) {
         return Ok(Generated {
             command: command.to_string(),
@@ -113,7 +125,7 @@ pub(crate) fn run_generator(
             rewritten: 0,
         });
     }
-    let tmp = gen_root.join(format!("{index}.tmp-{}", std::process::id()));
+    let tmp = gen_root.join(format!("{dir_name}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(io_error("create", &tmp))?;
     let argv = generator_argv(command, &tmp);

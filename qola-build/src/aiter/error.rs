@@ -130,6 +130,16 @@ pub enum AiterError {
         registry: std::path::PathBuf,
     },
 
+    /// A step of a build under ck-jit (see `aiter::ck_jit`) failed, or ck-jit's environment
+    /// names nothing usable.
+    #[error("under ck-jit: {step}: {why}")]
+    CkJit {
+        /// The step (an environment variable, the interceptor on a source, the link).
+        step: String,
+        /// What happened, and the way on.
+        why: String,
+    },
+
     /// The compiler is too old for composable_kernel.
     #[error("composable_kernel needs HIP >= {needed}; found {found} at {}: set HIPCC to a newer ROCm's hipcc (in this repository, `tools/sid-hipcc-setup` makes one from Debian sid's ROCm 6.4)", compiler.display())]
     ToolchainTooOld {
@@ -147,9 +157,9 @@ impl AiterError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             AiterError::InvalidOption { .. } => ErrorKind::Input,
-            AiterError::RocmVersion { .. } | AiterError::ToolchainTooOld { .. } => {
-                ErrorKind::Toolchain
-            }
+            AiterError::RocmVersion { .. }
+            | AiterError::ToolchainTooOld { .. }
+            | AiterError::CkJit { .. } => ErrorKind::Toolchain,
             AiterError::UnsupportedArch { .. }
             | AiterError::ModuleKey(_)
             | AiterError::RegistryInvalid { .. }

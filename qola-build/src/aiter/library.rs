@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::aiter::api_generation::{
     ApiGeneration, TreeApi, detect as detect_api_generation, read_api,
 };
+use crate::aiter::codegen::CkInstances;
 use crate::aiter::error::Result;
 use crate::aiter::hsa::{EmbeddedHsa, embed_hsa};
 use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module_in};
@@ -65,12 +66,23 @@ pub struct AiterLibrary {
 /// rewritten only when its content changes.
 pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
     let directives = crate::build_script::Directives::new(spec.cargo_metadata);
-    library_in(spec, api, &Env::new(&directives))
+    library_in(
+        spec,
+        api,
+        &Env::new(&directives),
+        CkInstances::InGeneratorDir,
+    )
 }
 
-/// [`library`] in the context `env` of the build that asks.
-pub(crate) fn library_in(spec: &AiterModuleSpec, api: &Api, env: &Env) -> Result<AiterLibrary> {
-    let module = prepare_module_in(spec, env)?;
+/// [`library`] in the context `env` of the build that asks, CK's instances generated where
+/// `ck_instances` says.
+pub(crate) fn library_in(
+    spec: &AiterModuleSpec,
+    api: &Api,
+    env: &Env,
+    ck_instances: CkInstances,
+) -> Result<AiterLibrary> {
+    let module = prepare_module_in(spec, env, ck_instances)?;
     let work = spec.gen_dir.join(&module.recipe.name);
     // The manifest's, else the kernels the module's sources include the configs of, else the
     // ones qola knows the module loads (trees that generate their API sources, AITER 05a0d1f).

@@ -30,6 +30,7 @@
 //! 0.8–1.2 GB), on top of Cargo's jobserver.
 
 mod api_generation;
+mod ck_jit;
 mod codegen;
 pub(crate) mod error;
 mod hsa;

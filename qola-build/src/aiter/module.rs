@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::aiter::codegen::{self, Generated};
+use crate::aiter::codegen::{self, CkInstances, Generated};
 use crate::aiter::error::AiterError;
 use crate::aiter::error::Result;
 use crate::aiter::needs;
@@ -200,7 +200,7 @@ impl AiterModuleSpec<'_> {
 /// this compiler (`includes_of`, `flags_for`).
 pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
     let directives = crate::build_script::Directives::new(spec.cargo_metadata);
-    prepare_module_in(spec, &Env::new(&directives))
+    prepare_module_in(spec, &Env::new(&directives), CkInstances::InGeneratorDir)
 }
 
 /// The composable_kernel filter of `module` (CK's `--filter`) in a build script:
@@ -228,8 +228,13 @@ pub(crate) fn ck_filter_in(
         .value())
 }
 
-/// [`prepare_module`] in the context `env` of the build that asks.
-pub(crate) fn prepare_module_in(spec: &AiterModuleSpec, env: &Env) -> Result<AiterModule> {
+/// [`prepare_module`] in the context `env` of the build that asks, CK's instances generated
+/// where `ck_instances` says.
+pub(crate) fn prepare_module_in(
+    spec: &AiterModuleSpec,
+    env: &Env,
+    ck_instances: CkInstances,
+) -> Result<AiterModule> {
     let toolchain = match (spec.toolchain, spec.compiler) {
         (Some(identified), _) => identified.clone(),
         (None, Some(path)) => HipToolchain::identify(path)?,
@@ -283,7 +288,7 @@ pub(crate) fn prepare_module_in(spec: &AiterModuleSpec, env: &Env) -> Result<Ait
             )
         })?;
     recipe.extra_include.extend(third_party);
-    let generated = generate(spec, &recipe, env)?;
+    let generated = generate(spec, &recipe, env, ck_instances)?;
     let mut sources: Vec<PathBuf> = recipe.srcs.clone();
     for g in &generated {
         sources.extend(
@@ -495,7 +500,12 @@ pub(crate) fn generator_python(env: &Env) -> Result<PathBuf> {
 
 /// Runs (or reuses) each of the recipe's code generators into `gen_dir`; their scripts'
 /// directories and `optCompilerConfig.json` are the build's inputs.
-fn generate(spec: &AiterModuleSpec, recipe: &ModuleRecipe, env: &Env) -> Result<Vec<Generated>> {
+fn generate(
+    spec: &AiterModuleSpec,
+    recipe: &ModuleRecipe,
+    env: &Env,
+    ck_instances: CkInstances,
+) -> Result<Vec<Generated>> {
     let directives = env.directives();
     let python = generator_python(env)?;
     let gen_root = spec.gen_dir.join(&recipe.name);
@@ -513,7 +523,14 @@ fn generate(spec: &AiterModuleSpec, recipe: &ModuleRecipe, env: &Env) -> Result<
                 directives.rerun_if_changed(arg);
             }
         }
-        let run = codegen::run_generator(&python, cmd, index, &gen_root, &spec.archs.join(";"));
+        let archs = spec.archs.join(";");
+        let run = match (ck_instances, recipe::ck_direction(cmd)) {
+            (CkInstances::InBlobDir, Some(_)) => {
+                let root = gen_root.join(index.to_string());
+                codegen::run_generator(&python, cmd, "blob", &root, &archs)
+            }
+            _ => codegen::run_generator(&python, cmd, &index.to_string(), &gen_root, &archs),
+        };
         // A generator a registry added: its failure names the registry's line.
         let run = run.map_err(|e| match e {
             crate::Error::Aiter(AiterError::Codegen {

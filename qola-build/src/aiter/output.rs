@@ -29,6 +29,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::aiter::ck_jit::CkJit;
+use crate::aiter::codegen::CkInstances;
 use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::{AiterLibrary, Api, CppApi, library_in};
 use crate::aiter::module::{AiterModuleSpec, ck_filter_in};
@@ -128,6 +130,8 @@ pub struct BuildOutcome {
     pub units: usize,
     /// The modules whose files came prebuilt, with the bytes fetched (0: already in place).
     pub prebuilt: Vec<(String, u64)>,
+    /// The libraries this build wrote (linked, or copied from a prebuilt group's directory).
+    pub libraries_written: usize,
 }
 
 /// What `qola build` would do: each module's plan, and the warnings the build would give.
@@ -163,6 +167,17 @@ pub struct ModulePlan {
     pub library_key: LibraryKey,
 }
 
+/// What building one module did.
+#[derive(Debug, Default)]
+struct Built {
+    /// Units compiled (or, under ck-jit, given to its interceptor).
+    compiled: usize,
+    /// Units in all.
+    units: usize,
+    /// Whether its library was written.
+    written: bool,
+}
+
 /// A module selected, with where its library goes.
 struct Selected {
     module: Module,
@@ -191,6 +206,8 @@ struct Inputs {
     registry: Registry,
     /// The user's registry, when one is given.
     user_registry: Option<PathBuf>,
+    /// The ck-jit run the build is under (see [`crate::aiter::ck_jit`]).
+    ck_jit: Option<CkJit>,
 }
 
 impl OutputBuild {
@@ -330,7 +347,12 @@ impl OutputBuild {
         let cache = settings.cache.clone().ok_or(crate::cache_dir::NoCacheDir)?;
         let namespace = manifest.namespace().map(String::from);
         let variants = manifest.variant_filters()?;
-        let toolchain = HipToolchain::find(env)?;
+        // Under ck-jit, the real compiler: `$ROCM_PATH/bin/hipcc` is its interceptor.
+        let ck_jit = CkJit::detect(env)?;
+        let toolchain = match &ck_jit {
+            Some(ck_jit) => ck_jit.toolchain()?,
+            None => HipToolchain::find(env)?,
+        };
         let user_registry = Setting::argument(self.registry.clone())
             .environment(|| {
                 env.var_os("QOLA_REGISTRY")
@@ -356,6 +378,7 @@ impl OutputBuild {
             warnings: Vec::new(),
             registry,
             user_registry,
+            ck_jit,
         };
         if let Some(warning) = self.check_rocm(&inputs.manifest, &inputs.toolchain)? {
             inputs.warnings.push(warning);
@@ -450,11 +473,16 @@ impl OutputBuild {
         }
         let work = self.output_dir.join("_qola");
         let filter = self.ck_filter_of(env, &s.module)?;
+        // Under ck-jit, CK's instances in `blob/` directories of a generated tree of their own.
+        let (gen_dir, ck_instances) = match ctx.ck_jit.is_some() && CkJit::takes(&s.so_path) {
+            true => (work.join("ck-jit").join("gen"), CkInstances::InBlobDir),
+            false => (work.join("gen"), CkInstances::InGeneratorDir),
+        };
         let spec = AiterModuleSpec {
             root: &ctx.root,
             module: &s.module,
             archs: &ctx.archs,
-            gen_dir: &work.join("gen"),
+            gen_dir: &gen_dir,
             cache: &ctx.cache,
             ck_filter: filter.as_deref(),
             variants: &ctx.variants,
@@ -467,7 +495,7 @@ impl OutputBuild {
             namespace: ctx.namespace.clone(),
             include: self.output_dir.join("include"),
         };
-        let mut lib = library_in(&spec, &api, env)?;
+        let mut lib = library_in(&spec, &api, env, ck_instances)?;
         lib.build
             .cache_dir(&ctx.cache)
             // The public headers are under the output directory: by name, the same for `-o A`
@@ -515,7 +543,15 @@ impl OutputBuild {
         let env = Env::new(&directives);
         let mut ctx = self.inputs(&env)?;
         let selected = self.select(&env, &ctx)?;
-        let stores = self.stores(&env, &ctx.manifest)?;
+        let mut stores = self.stores(&env, &ctx.manifest)?;
+        if let Some(ck_jit) = &ctx.ck_jit {
+            eprintln!("{}", ck_jit.notice());
+            if stores.take().is_some() {
+                eprintln!(
+                    "qola build: under ck-jit the prebuilt store is neither asked nor published to: a ck-jit library compiles its kernels on first use, it is not the ahead-of-time library its key names"
+                );
+            }
+        }
         let keys = match &stores {
             Some(_) => self.keys(&env, &ctx, &selected)?,
             None => Vec::new(),
@@ -543,7 +579,7 @@ impl OutputBuild {
             eprintln!("qola: warning: {warning}");
         }
         let mut modules = Vec::new();
-        let (mut compiled, mut units) = (0, 0);
+        let (mut compiled, mut units, mut libraries_written) = (0, 0, 0);
         let mut prebuilt = Vec::new();
         for (i, s) in selected.iter().enumerate() {
             let start = Instant::now();
@@ -558,7 +594,7 @@ impl OutputBuild {
                         *bytes,
                         fetch_seconds[i],
                     )?;
-                    Ok((0, 0))
+                    Ok(Built::default())
                 }
                 arrival => self.build_module(&env, &ctx, s).and_then(|counts| {
                     if let (Some(stores), Some(key)) = (&stores, keys.get(i)) {
@@ -569,9 +605,10 @@ impl OutputBuild {
             };
             let duration_s = (start.elapsed().as_secs_f64() * 100.0).round() / 100.0;
             let (success, error) = match built {
-                Ok((c, u)) => {
-                    compiled += c;
-                    units += u;
+                Ok(built) => {
+                    compiled += built.compiled;
+                    units += built.units;
+                    libraries_written += usize::from(built.written);
                     (true, String::new())
                 }
                 Err(e) => {
@@ -608,6 +645,7 @@ impl OutputBuild {
             compiled,
             units,
             prebuilt,
+            libraries_written,
         })
     }
 
@@ -769,14 +807,17 @@ impl OutputBuild {
         Ok(())
     }
 
-    /// Builds one module's library; returns (units compiled, units).
-    fn build_module(&self, env: &Env, ctx: &Inputs, s: &Selected) -> Result<(usize, usize)> {
+    /// Builds one module's library.
+    fn build_module(&self, env: &Env, ctx: &Inputs, s: &Selected) -> Result<Built> {
         if let Some(dir) = &s.prebuilt {
             let from = dir.join(format!("{}.so", s.md_name));
             let bytes =
                 std::fs::read(&from).map_err(io_error("read the prebuilt library", &from))?;
-            write_if_changed(&s.so_path, &bytes)?;
-            return Ok((0, 0));
+            let written = write_if_changed(&s.so_path, &bytes)?;
+            return Ok(Built {
+                written,
+                ..Built::default()
+            });
         }
         let mut lib = self.assemble(env, ctx, s)?;
         for warning in &lib.module.warnings {
@@ -791,11 +832,26 @@ impl OutputBuild {
         if let Some(on) = self.timings {
             lib.build.timings(on);
         }
+        let verbose = self.verbose || lib.module.recipe.verbose;
+        if let Some(ck_jit) = ctx.ck_jit.as_ref().filter(|_| CkJit::takes(&s.so_path)) {
+            let work_dir = self.output_dir.join("_qola").join("build").join(&s.md_name);
+            let (compiled, units) = ck_jit.build(lib, &s.md_name, &work_dir, env, verbose)?;
+            // ck-jit relinks the library on every run.
+            return Ok(Built {
+                compiled,
+                units,
+                written: true,
+            });
+        }
         let report = lib
             .build
-            .progress_on_terminal(self.verbose || lib.module.recipe.verbose)
+            .progress_on_terminal(verbose)
             .compile_in(&s.md_name, env)?;
-        Ok((report.compiled(), report.units.len()))
+        Ok(Built {
+            compiled: report.compiled(),
+            units: report.units.len(),
+            written: report.library_written,
+        })
     }
 
     /// What [`OutputBuild::try_build`] would run for each module (code generation runs; nothing

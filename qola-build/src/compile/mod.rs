@@ -51,6 +51,7 @@ pub(crate) use error::Result;
 pub use launcher::FarmReport;
 pub use launcher::{LauncherHits, RemoteFailures};
 pub use report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport};
+pub(crate) use resolve::DirectBuild;
 pub(crate) use resolve::Roots;
 pub(crate) use resolve::flag_variables;
 pub(crate) use timings::{
@@ -98,6 +99,7 @@ pub struct HipBuild {
     host_pch: bool,
     timings: Option<bool>,
     cargo_metadata: bool,
+    objects_only: bool,
 }
 
 impl Default for HipBuild {
@@ -134,6 +136,7 @@ impl HipBuild {
             host_pch: false,
             timings: None,
             cargo_metadata: true,
+            objects_only: false,
         }
     }
 
@@ -240,6 +243,48 @@ impl HipBuild {
     pub fn link_flag(&mut self, flag: &str) -> &mut HipBuild {
         self.link_flags.push(flag.to_string());
         self
+    }
+
+    /// Compiles (or reuses) the objects and links nothing: the report's units hold the objects
+    /// (in qola's cache: copy them before another build may evict them), its `library` is
+    /// empty. For a caller that links the objects itself, with others (see `aiter::ck_jit`).
+    pub(crate) fn objects_only(&mut self, on: bool) -> &mut HipBuild {
+        self.objects_only = on;
+        self
+    }
+
+    /// Takes the sources `pred` picks out of the build, each with its own flags
+    /// ([`HipBuild::file_flags`]), in the build's order.
+    pub(crate) fn take_files(
+        &mut self,
+        pred: impl Fn(&Path) -> bool,
+    ) -> Vec<(PathBuf, Vec<String>)> {
+        let (taken, kept): (Vec<PathBuf>, Vec<PathBuf>) = std::mem::take(&mut self.files)
+            .into_iter()
+            .partition(|f| pred(f));
+        self.files = kept;
+        taken
+            .into_iter()
+            .map(|file| {
+                let flags = self
+                    .file_flags
+                    .iter()
+                    .find(|(f, _)| *f == file)
+                    .map(|(_, flags)| flags.clone())
+                    .unwrap_or_default();
+                (file, flags)
+            })
+            .collect()
+    }
+
+    /// Whether the build has sources left to compile.
+    pub(crate) fn has_files(&self) -> bool {
+        !self.files.is_empty()
+    }
+
+    /// The shared library this build links, its version script and link flags.
+    pub(crate) fn shared_library(&self) -> Option<pipeline::SharedLink<'_>> {
+        self.shared.as_deref().map(|path| self.shared_link(path))
     }
 
     /// The shared library at `path` as this build links it.

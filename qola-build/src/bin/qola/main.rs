@@ -189,7 +189,7 @@ fn build(c: &BuildCmd) -> ExitCode {
             r.summary.failed,
             outcome.compiled,
             outcome.units,
-            if outcome.record_written {
+            if outcome.record_written || outcome.libraries_written > 0 {
                 ""
             } else {
                 "; nothing changed in the output directory"

@@ -445,7 +445,13 @@ impl HipBuild {
         let (name, resolved) = (b.name, &b.resolved);
         let (staged, ran) = (&mut jobs.staged, &mut jobs.ran);
         execute::store(&mut b.objects, name, &b.units, staged, ran, resolved)?;
-        let linked = execute::link_library(self, resolved, name, &staged.reports)?;
+        let linked = match self.objects_only {
+            true => link::Linked {
+                library: PathBuf::new(),
+                written: false,
+            },
+            false => execute::link_library(self, resolved, name, &staged.reports)?,
+        };
         execute::watch_inputs(b.directives, &staged.reports, &resolved.out_dir);
         let compiled = staged.reports.iter().filter(|u| u.compiled).count();
         let evicted = if compiled > 0 {

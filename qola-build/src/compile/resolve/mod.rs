@@ -15,9 +15,11 @@ use crate::compile::cache::ObjectCache;
 use crate::compile::launcher::{Compile, Launcher};
 use crate::compile::passes::{Layout, LayoutProbe, probe_layout};
 use crate::compile::{CompileError, Result};
+mod direct;
 mod roots;
 
 use crate::compile::toolchain::{HipToolchain, resolve_archs, validate_archs};
+pub(crate) use direct::DirectBuild;
 pub(crate) use roots::Roots;
 
 /// Everything a build resolved before looking at its units.
@@ -73,7 +75,7 @@ impl Resolved {
         };
         let roots = Resolved::roots(build, env, &out_dir, &cache)?;
         let target = host_triple();
-        let common = Resolved::base_args(build, env, &toolchain, &target)?;
+        let common = Resolved::base_args(build, env, &toolchain, &target, Includes::Separate)?;
         let archs = resolve_archs(env, &build.archs, &build.manifest_archs)?;
         let mut args: Vec<String> = common[1..].iter().map(|a| roots.rewrite_arg(a)).collect();
         let named: Vec<String> = common[..1].iter().chain(&args).cloned().collect();
@@ -180,13 +182,16 @@ impl Resolved {
         env: &Env,
         toolchain: &HipToolchain,
         target: &str,
+        includes: Includes,
     ) -> Result<Vec<String>> {
         let mut args = vec![toolchain.path.to_string_lossy().into_owned()];
         args.extend(["-x", "hip", "-fPIC", "-O3"].map(String::from));
         for dir in &build.includes {
-            let dir = full_path(dir)?;
-            args.push("-I".to_string());
-            args.push(dir.to_string_lossy().into_owned());
+            let dir = full_path(dir)?.to_string_lossy().into_owned();
+            match includes {
+                Includes::Separate => args.extend(["-I".to_string(), dir]),
+                Includes::Attached => args.push(format!("-I{dir}")),
+            }
         }
         args.extend(build.flags.iter().cloned());
         for (name, value) in &build.defines {
@@ -198,6 +203,14 @@ impl Resolved {
         args.extend(cxxflags(env, target)?);
         Ok(args)
     }
+}
+
+/// How `-I` is written: `-I <dir>` (two arguments: what unit ids have always hashed) or
+/// `-I<dir>` (one, for tools that read a recorded command word by word, see `direct`).
+#[derive(Debug, Clone, Copy)]
+enum Includes {
+    Separate,
+    Attached,
 }
 
 /// `path` as the compiler is given it: canonical when it exists (no `..`, no symlink), else

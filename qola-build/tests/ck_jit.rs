@@ -1,0 +1,468 @@
+//! `qola build` under ROCm's ck-jit (TransformerEngine's default attention build), on the real
+//! AITER tree with the sid toolchain:
+//! - qola's side of ck-jit's contract, checked from outside (in CI): ck-jit's environment, a
+//!   stand-in for its interceptor that records every call (`tests/fake/ck-jit-hipcc`), and what
+//!   qola gave it (paths, one call per unit, the link's name and flags, nothing cached);
+//! - the real ck-jit's `full` and `quick`, when `QOLA_TEST_CK_JIT_DIR` names a checkout of
+//!   ROCm/ck-jit (CI cannot fetch it: the test says it skipped).
+
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use qola_tests::{NARROW_BWD_FILTER, NARROW_FWD_FILTER, fixtures_dir};
+
+const QOLA: &str = env!("CARGO_BIN_EXE_qola");
+
+/// A checkout of the real tree prepared by qola (kept in the fixtures), copied to `dir`: ck-jit
+/// patches CK's generator in the tree it is given, so each test has its own.
+fn tree_copy(hipcc: &Path, manifest: &Path, dir: &Path) -> PathBuf {
+    let fixture = fixtures_dir().join("aiter-ck-jit");
+    let mut checkout = common::qola_command(&["GPU_ARCHS"]);
+    checkout
+        .args(["checkout", "-m"])
+        .arg(manifest)
+        .arg("-a")
+        .arg(&fixture)
+        .env("HIPCC", hipcc)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"));
+    qola_tests::run_ok(&mut checkout);
+    let tree = dir.join("aiter");
+    qola_tests::run_ok(Command::new("cp").arg("-a").arg(&fixture).arg(&tree));
+    tree
+}
+
+/// What ck-jit's hints patch gives CK's forward generator, for the stand-in (which cannot have
+/// ck-jit's patch): a `//jit_kernel:` line before each instance's dispatch.
+fn add_forward_hints(tree: &Path) {
+    let path =
+        tree.join("3rdparty/composable_kernel/example/ck_tile/01_fmha/codegen/ops/fmha_fwd.py");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let dispatch = "inners += FMHA_FWD_API_INNER_DISPATCH.format(";
+    let at = text.find(dispatch).expect("CK's forward dispatch");
+    let line_start = text[..at].rfind('\n').unwrap() + 1;
+    let indent = &text[line_start..at];
+    let hinted = format!(
+        "{}{indent}inners += f\"//jit_kernel: {{trait.name}}\\n\"\n{}",
+        &text[..line_start],
+        &text[line_start..]
+    );
+    std::fs::write(&path, hinted).unwrap();
+}
+
+fn manifest(dir: &Path, real: &qola_tests::RealAiter, backward: bool) -> PathBuf {
+    let mut text = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .archs(&["gfx942"])
+        .narrow_forward();
+    if backward {
+        text = text.module(
+            "libmha_bwd",
+            "group = \"mha\"\nmode = \"cpp_itfs\"\nreceipt = 700\n",
+        );
+    }
+    text.write(dir.join("ck-jit.toml"))
+}
+
+/// ck-jit's environment around `interceptor` as `$ROCM_PATH/bin/hipcc`: a fake ROCm in `tmp`
+/// whose other entries are the sid toolchain's, `CK_JIT_TMP_DIR`, `CK_JIT_HIPCC`,
+/// `CK_JIT_AITER_DIR`, and a `HIPCC` that must not be used.
+fn ck_jit_env(command: &mut Command, tmp: &Path, interceptor: &Path, hipcc: &Path, tree: &Path) {
+    let real_rocm = qola_tests::sid_rocm(hipcc);
+    let rocm = tmp.join("rocm");
+    std::fs::create_dir_all(rocm.join("bin")).unwrap();
+    for entry in std::fs::read_dir(&real_rocm).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() != "bin" {
+            let _ = std::os::unix::fs::symlink(entry.path(), rocm.join(entry.file_name()));
+        }
+    }
+    let _ = std::os::unix::fs::symlink(interceptor, rocm.join("bin/hipcc"));
+    let scratch = tmp.join("ck-jit-tmp");
+    std::fs::create_dir_all(&scratch).unwrap();
+    command
+        .env("ROCM_PATH", &rocm)
+        .env("CK_JIT_TMP_DIR", &scratch)
+        .env("CK_JIT_HIPCC", real_rocm.join("bin/hipcc"))
+        .env("CK_JIT_AITER_DIR", tree)
+        .env("HIPCC", "/bin/false");
+}
+
+/// `qola build --skip-checkout` of `manifest`'s modules from `tree` into `out`, the narrow CK
+/// filters, qola's cache in the fixtures.
+fn build(manifest: &Path, tree: &Path, out: &Path) -> Command {
+    let mut command = common::qola_command(&["GPU_ARCHS"]);
+    command
+        .args(["build", "--skip-checkout", "--arch", "gfx942", "-m"])
+        .arg(manifest)
+        .arg("-a")
+        .arg(tree)
+        .arg("-o")
+        .arg(out)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+        .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
+        .env("QOLA_CK_FILTER_LIBMHA_BWD", NARROW_BWD_FILTER);
+    command
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The stand-in's record: each call's kind and words.
+fn calls(scratch: &Path) -> Vec<(String, Vec<String>)> {
+    std::fs::read_to_string(scratch.join("calls.ndjson"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let argv = v["argv"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect();
+            (v["kind"].as_str().unwrap().to_string(), argv)
+        })
+        .collect()
+}
+
+/// The defined global symbols of a shared library's dynamic table, demangled.
+fn exported(library: &Path) -> Vec<String> {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only", "-C"])
+        .arg(library)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "nm {}", library.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.splitn(3, ' ').nth(2).map(String::from))
+        .collect()
+}
+
+fn value_after<'a>(argv: &'a [String], option: &str) -> Option<&'a str> {
+    let at = argv.iter().position(|a| a == option)?;
+    argv.get(at + 1).map(String::as_str)
+}
+
+#[test]
+fn under_ck_jit_each_ck_unit_goes_to_its_interceptor_once_every_run_and_the_library_links_to_its_final_name()
+ {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = manifest(tmp.path(), &real, false);
+    let tree = tree_copy(&hipcc, &manifest, tmp.path());
+    add_forward_hints(&tree);
+    let out = tmp.path().join("out");
+    let library = out.join("lib/te_libmha_fwd.so");
+    for round in ["first", "second"] {
+        let round_dir = tmp.path().join(round);
+        let mut command = build(&manifest, &tree, &out);
+        ck_jit_env(
+            &mut command,
+            &round_dir,
+            &qola_tests::fake_ck_jit_interceptor(),
+            &hipcc,
+            &tree,
+        );
+        let run = command.output().unwrap();
+        let text = said(&run);
+        assert!(run.status.success(), "{round}: {text}");
+        assert!(
+            text.contains("HIPCC=/bin/false is not used under ck-jit"),
+            "{text}"
+        );
+        let calls = calls(&round_dir.join("ck-jit-tmp"));
+        let kinds: Vec<&str> = calls.iter().map(|(k, _)| k.as_str()).collect();
+        // Only the CK units and the link: qola's probes and its other units asked the real
+        // compiler, never the interceptor.
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "blob").count(),
+            4,
+            "{round}: the 4 narrow instances: {kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "api").count(),
+            1,
+            "{kinds:?}"
+        );
+        assert_eq!(
+            kinds.iter().filter(|k| **k == "link").count(),
+            1,
+            "{kinds:?}"
+        );
+        assert_eq!(kinds.len(), 6, "{round}: nothing else: {kinds:?}");
+        for (kind, argv) in calls.iter().filter(|(k, _)| k != "link") {
+            assert_eq!(
+                argv.iter().filter(|a| *a == "-c").count(),
+                1,
+                "{kind}: {argv:?}"
+            );
+            let source = value_after(argv, "-c").unwrap();
+            assert!(source.contains("/blob/"), "{kind}: {source}");
+            assert!(Path::new(value_after(argv, "-o").unwrap()).is_absolute());
+            for word in argv {
+                assert!(
+                    ![
+                        "-MD",
+                        "-MF",
+                        "-include-pch",
+                        "--cuda-device-only",
+                        "--cuda-host-only"
+                    ]
+                    .contains(&word.as_str()),
+                    "{kind}: no {word} the interceptor would replay: {argv:?}"
+                );
+                assert_ne!(word, "-I", "{kind}: -I attached to its directory: {argv:?}");
+                if let Some(dir) = word.strip_prefix("-I") {
+                    assert!(Path::new(dir).is_absolute(), "{kind}: {word}");
+                }
+            }
+            assert!(
+                argv.iter()
+                    .any(|a| *a == format!("-I{}/csrc/include", tree.display())),
+                "{kind}: the tree named as ck-jit names it: {argv:?}"
+            );
+        }
+        let link = &calls.iter().find(|(k, _)| k == "link").unwrap().1;
+        assert_eq!(value_after(link, "-o"), Some(library.to_str().unwrap()));
+        assert!(
+            link.iter().any(|a| a.starts_with("-Wl,--version-script=")),
+            "{link:?}"
+        );
+        assert!(
+            link.contains(&"--offload-arch=gfx942".to_string()),
+            "{link:?}"
+        );
+        assert!(!link.contains(&"-Xlinker".to_string()), "{link:?}");
+        assert!(
+            text.contains("5 CK units given to its interceptor"),
+            "{round}: {text}"
+        );
+        if round == "second" {
+            assert!(text.contains("0 of 3 other units compiled"), "{text}");
+        }
+        assert!(
+            !text.contains("nothing changed in the output directory"),
+            "{text}"
+        );
+    }
+    let exports = exported(&library);
+    assert!(
+        !exports.is_empty() && exports.iter().all(|s| s.starts_with("qola::te::")),
+        "{exports:?}"
+    );
+    // Nothing the interceptor answered is in qola's cache: no empty object, and the
+    // ahead-of-time link record of the library is gone (a later build links its own).
+    let objects = fixtures_dir().join("cache/hip/objects");
+    for entry in std::fs::read_dir(&objects).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "o") {
+            assert!(
+                std::fs::metadata(&path).unwrap().len() > 0,
+                "{}",
+                path.display()
+            );
+        }
+    }
+    assert!(
+        !out.join("_qola/build/te_libmha_fwd/te_libmha_fwd.so.inputs")
+            .exists()
+    );
+    // The ahead-of-time build's CK sources are apart from ck-jit's blob/ directories.
+    assert!(!out.join("_qola/gen/libmha_fwd").exists());
+}
+
+#[test]
+fn under_ck_jit_a_failing_link_or_a_vanished_scratch_is_named_and_the_library_is_left_as_it_was() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = manifest(tmp.path(), &real, false);
+    let tree = tree_copy(&hipcc, &manifest, tmp.path());
+    add_forward_hints(&tree);
+    let out = tmp.path().join("out");
+    let library = out.join("lib/te_libmha_fwd.so");
+    let interceptor = qola_tests::fake_ck_jit_interceptor();
+    let mut first = build(&manifest, &tree, &out);
+    ck_jit_env(
+        &mut first,
+        &tmp.path().join("ok"),
+        &interceptor,
+        &hipcc,
+        &tree,
+    );
+    qola_tests::run_ok(&mut first);
+    let before = std::fs::read(&library).unwrap();
+
+    let mut failing = build(&manifest, &tree, &out);
+    ck_jit_env(
+        &mut failing,
+        &tmp.path().join("fail"),
+        &interceptor,
+        &hipcc,
+        &tree,
+    );
+    failing.env("CK_JIT_FAKE_FAIL", "-shared");
+    let run = failing.output().unwrap();
+    let text = said(&run);
+    assert_eq!(run.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("under ck-jit: ck-jit's link of te_libmha_fwd.so"),
+        "{text}"
+    );
+    assert!(text.contains("failing on -shared as asked"), "{text}");
+    assert_eq!(
+        std::fs::read(&library).unwrap(),
+        before,
+        "the library put back"
+    );
+    let lib_dir: Vec<_> = std::fs::read_dir(out.join("lib")).unwrap().collect();
+    assert_eq!(lib_dir.len(), 1, "nothing set aside is left");
+
+    let mut vanished = build(&manifest, &tree, &out);
+    let gone = tmp.path().join("gone");
+    ck_jit_env(&mut vanished, &gone, &interceptor, &hipcc, &tree);
+    std::fs::remove_dir_all(gone.join("ck-jit-tmp")).unwrap();
+    let record = std::fs::read(out.join("manifest.json")).unwrap();
+    let run = vanished.output().unwrap();
+    let text = said(&run);
+    assert!(!run.status.success(), "{text}");
+    assert!(text.contains("ck-jit's scratch vanished"), "{text}");
+    assert_eq!(std::fs::read(&library).unwrap(), before);
+    assert_eq!(
+        std::fs::read(out.join("manifest.json")).unwrap(),
+        record,
+        "nothing written"
+    );
+}
+
+/// ck-jit's hints patch for CK's generator as a checkout of ck-jit holds it, with its one hunk
+/// that does not apply to the CK of AITER 05a0d1f (`fmha_fwd.py`: the instance loop there has
+/// no filter) adapted, as a QoLA user at that AITER must.
+fn adapted_ck_jit(checkout: &Path, dir: &Path) -> PathBuf {
+    let copy = dir.join("ck-jit");
+    qola_tests::run_ok(Command::new("cp").arg("-r").arg(checkout).arg(&copy));
+    let patch = copy.join("codegen_jit_hints_0cafa68b6.patch");
+    let text = std::fs::read_to_string(&patch).unwrap();
+    let filtered = "@@ -541,6 +542,7 @@ class FmhaFwdApiPool:\n                     for i_trait, trait in enumerate(\n                         [trait for trait in pool_by_hdim if filter_fn(trait)]\n                     ):\n";
+    let plain = "@@ -541,4 +542,5 @@ class FmhaFwdApiPool:\n                     for i_trait, trait in enumerate(pool_by_hdim):\n";
+    assert!(
+        text.contains(filtered),
+        "ck-jit's v1 hints patch as known (ae17f54)"
+    );
+    std::fs::write(&patch, text.replace(filtered, plain)).unwrap();
+    copy
+}
+
+#[test]
+fn ck_jit_s_full_run_installs_libraries_that_compile_on_first_use_run_after_run() {
+    let Some(checkout) = std::env::var_os("QOLA_TEST_CK_JIT_DIR").map(PathBuf::from) else {
+        eprintln!(
+            "skipping: QOLA_TEST_CK_JIT_DIR names no checkout of ROCm/ck-jit (CI cannot fetch it); the contract is checked by under_ck_jit_* with a stand-in"
+        );
+        return;
+    };
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let ck_jit = adapted_ck_jit(&checkout, tmp.path());
+    let manifest = manifest(tmp.path(), &real, true);
+    let tree = tree_copy(&hipcc, &manifest, tmp.path());
+    let rocm = qola_tests::sid_rocm(&hipcc);
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python");
+    let full = |tag: &str, hipcc_set: bool| {
+        let mut command = Command::new("python3");
+        command
+            .arg(ck_jit.join("ck_jit_build.py"))
+            .args(["full", "--with-qola", "--gpu-archs", "gfx942", "--qola-dir"])
+            .arg(&python)
+            .arg("--qola-manifest")
+            .arg(&manifest)
+            .arg("--aiter-dir")
+            .arg(&tree)
+            .arg("--tmp-dir")
+            .arg(tmp.path().join(format!("tmp-{tag}")))
+            .arg("--install-dir")
+            .arg(tmp.path().join(format!("install-{tag}")))
+            .arg("--qola-output")
+            .arg(tmp.path().join("out"))
+            .env("PYTHONPATH", &python)
+            .env("QOLA_EXECUTABLE", QOLA)
+            .env("ROCM_PATH", &rocm)
+            .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
+            .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER)
+            .env("QOLA_CK_FILTER_LIBMHA_BWD", NARROW_BWD_FILTER)
+            .env_remove("GPU_ARCHS")
+            .env_remove("HIPCC");
+        if hipcc_set {
+            command.env("HIPCC", "/bin/false");
+        }
+        let text = qola_tests::run_ok(&mut command);
+        let log = std::fs::read_to_string(tmp.path().join(format!("tmp-{tag}/qola_build.log")))
+            .unwrap_or_default();
+        eprintln!("== ck-jit full ({tag}) ==\n{text}\n== its qola_build.log ==\n{log}");
+        let blobs: Vec<String> =
+            std::fs::read_to_string(tmp.path().join(format!("tmp-{tag}/manifest.json.ndjson")))
+                .unwrap()
+                .lines()
+                .filter_map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    (v["kind"] == "blob").then(|| {
+                        let source = v["source"].as_str().unwrap();
+                        source.rsplit('/').next().unwrap().to_string()
+                    })
+                })
+                .collect();
+        blobs
+    };
+    let first = full("first", false);
+    assert!(!first.is_empty());
+    for lib in ["te_libmha_fwd.so", "te_libmha_bwd.so"] {
+        let installed = tmp.path().join("install-first").join(lib);
+        let exports = exported(&installed);
+        assert!(
+            !exports.is_empty() && exports.iter().all(|s| s.starts_with("qola::te::")),
+            "{lib}: QoLA's API and nothing of AITER or CK: {exports:?}"
+        );
+        let symbols =
+            String::from_utf8_lossy(&Command::new("nm").arg(&installed).output().unwrap().stdout)
+                .into_owned();
+        let entry = if lib.contains("fwd") {
+            "ck_jit_fwd_call"
+        } else {
+            "ck_jit_bwd_call"
+        };
+        assert!(symbols.contains(entry), "{lib} defines ck-jit's {entry}");
+    }
+    let second = full("second", true);
+    assert_eq!(
+        first, second,
+        "the same blob list, with a warm cache and HIPCC set"
+    );
+    let mut quick = Command::new("python3");
+    quick
+        .arg(ck_jit.join("ck_jit_build.py"))
+        .args(["quick", "--tmp-dir"])
+        .arg(tmp.path().join("tmp-second"))
+        .arg("--aiter-dir")
+        .arg(&tree)
+        .arg("--install-dir")
+        .arg(tmp.path().join("install-quick"))
+        .env("ROCM_PATH", &rocm);
+    let text = qola_tests::run_ok(&mut quick);
+    eprintln!("== ck-jit quick ==\n{text}");
+    assert!(tmp.path().join("install-quick/te_libmha_fwd.so").is_file());
+}

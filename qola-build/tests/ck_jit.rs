@@ -281,6 +281,36 @@ fn under_ck_jit_each_ck_unit_goes_to_its_interceptor_once_every_run_and_the_libr
     );
     // The ahead-of-time build's CK sources are apart from ck-jit's blob/ directories.
     assert!(!out.join("_qola/gen/libmha_fwd").exists());
+    // The stand-in links the dispatcher's callers without it (ck-jit compiles it); a build
+    // without ck-jit afterwards links its own library, with CK's dispatcher compiled in.
+    assert!(
+        undefined(&library)
+            .iter()
+            .any(|s| s.starts_with("fmha_fwd("))
+    );
+    let mut ahead_of_time = build(&manifest, &tree, &out);
+    ahead_of_time.env("HIPCC", &hipcc);
+    let text = qola_tests::run_ok(&mut ahead_of_time);
+    assert!(!text.contains("under ck-jit"), "{text}");
+    assert!(
+        !undefined(&library)
+            .iter()
+            .any(|s| s.starts_with("fmha_fwd(")),
+        "{text}"
+    );
+}
+
+/// The undefined symbols of a library, demangled.
+fn undefined(library: &Path) -> Vec<String> {
+    let out = Command::new("nm")
+        .args(["-C", "--undefined-only"])
+        .arg(library)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("U ").map(String::from))
+        .collect()
 }
 
 #[test]

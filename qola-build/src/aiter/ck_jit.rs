@@ -81,7 +81,8 @@ impl CkJit {
             return Err(problem(
                 "CK_JIT_HIPCC",
                 &format!("{} is not a file: name the real hipcc", compiler.display()),
-            ));
+            )
+            .into());
         }
         let rocm = env.var_os("ROCM_PATH").map(PathBuf::from).ok_or_else(|| {
             problem(
@@ -97,7 +98,8 @@ impl CkJit {
                     "{} has no bin/hipcc: under ck-jit it names ck-jit's fake ROCm",
                     rocm.display()
                 ),
-            ));
+            )
+            .into());
         }
         let ck_jit = CkJit {
             tmp_dir,
@@ -179,8 +181,10 @@ impl CkJit {
         let mut objects = Vec::new();
         let (mut compiled, mut units) = (0, taken.len());
         if build.has_files() {
-            build.objects_only(true);
-            let report = build.compile_in(name, env)?;
+            let report = build
+                .objects_only(true)
+                .progress_on_terminal(verbose)
+                .compile_in(name, env)?;
             compiled += report.compiled();
             units += report.units.len();
             // Copied: the link's objects stay for ck-jit's `quick`, whatever the cache evicts.
@@ -240,7 +244,7 @@ impl CkJit {
                     &format!(
                         "the version script {script} has a comma in its path, which `-Wl,` (the only form ck-jit keeps) splits at: use an output directory without one"
                     ),
-                ));
+                ).into());
             }
             args.push(format!("-Wl,--version-script={script}"));
         }
@@ -299,7 +303,7 @@ impl CkJit {
         verbose: bool,
     ) -> Result<()> {
         let next = AtomicUsize::new(0);
-        let failure: Mutex<Option<crate::Error>> = Mutex::new(None);
+        let failure: Mutex<Result<()>> = Mutex::new(Ok(()));
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         std::thread::scope(|scope| {
             for _ in 0..workers.min(calls.len()) {
@@ -307,13 +311,15 @@ impl CkJit {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         let Some(call) = calls.get(i) else { break };
-                        if failure.lock().is_ok_and(|f| f.is_some()) {
+                        if failure.lock().is_ok_and(|f| f.is_err()) {
                             break;
                         }
                         let step = format!("ck-jit's interceptor on {}", call.source.display());
                         if let Err(e) = self.run(&step, &call.args, toolchain, verbose) {
-                            if let Ok(mut slot) = failure.lock() {
-                                slot.get_or_insert(e);
+                            if let Ok(mut first) = failure.lock()
+                                && first.is_ok()
+                            {
+                                *first = Err(e);
                             }
                             break;
                         }
@@ -321,10 +327,7 @@ impl CkJit {
                 });
             }
         });
-        match failure.into_inner().ok().flatten() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        failure.into_inner().unwrap_or(Ok(()))
     }
 
     /// Links `library` through the interceptor with `args`; the library there before is put
@@ -373,7 +376,8 @@ impl CkJit {
 
     /// Whether ck-jit's post-build took the link of `library`: its state for `quick` names it.
     fn check_taken(&self, library: &Path, step: &str) -> Result<()> {
-        let which = match library.to_string_lossy().contains("libmha_fwd") {
+        let name = library.file_name().unwrap_or_default().to_string_lossy();
+        let which = match name.contains("libmha_fwd") {
             true => "libmha_fwd",
             false => "libmha_bwd",
         };
@@ -401,7 +405,7 @@ impl CkJit {
                 library.display(),
                 self.interceptor.display()
             ),
-        ))
+        ).into())
     }
 
     /// Runs the interceptor with `args` (in ck-jit's environment, with the toolchain's own);
@@ -439,7 +443,8 @@ impl CkJit {
                 out.trim_end(),
                 said.trim_end()
             ),
-        ))
+        )
+        .into())
     }
 
     /// An error when ck-jit's scratch is gone: its interceptor records there.
@@ -453,17 +458,16 @@ impl CkJit {
                 "CK_JIT_TMP_DIR={} is not a directory: ck-jit's scratch vanished (run `ck_jit_build.py full` again)",
                 self.tmp_dir.display()
             ),
-        ))
+        ).into())
     }
 }
 
 /// An error of the build under ck-jit, at `step`.
-fn problem(step: &str, why: &str) -> crate::Error {
+fn problem(step: &str, why: &str) -> AiterError {
     AiterError::CkJit {
         step: step.to_string(),
         why: why.to_string(),
     }
-    .into()
 }
 
 /// The object of a unit given to the interceptor: its generator's directory and its file name
@@ -510,7 +514,7 @@ fn check_hints(name: &str, taken: &[(PathBuf, Vec<String>)]) -> Result<()> {
             return Err(problem(
                 &format!("{name}: CK's API dispatcher {}", api.display()),
                 "it has none of ck-jit's `//jit_kernel:` hints, so its rewrite would leave calls to kernels that are never compiled: ck-jit's codegen hints patch is not applied to this composable_kernel (ck_jit_build.py applies it; a patch that does not apply to this CK must be adapted to it)",
-            ));
+            ).into());
         }
     }
     Ok(())
@@ -518,4 +522,54 @@ fn check_hints(name: &str, taken: &[(PathBuf, Vec<String>)]) -> Result<()> {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ck_jit_takes_the_libraries_its_link_pattern_names_and_no_other() {
+        for name in [
+            "libmha_fwd.so",
+            "libmha_bwd.so",
+            "te_libmha_fwd.so",
+            ".te_libmha_bwd.so",
+            "libmha_fwd_v3.so",
+            "a_b_libmha_bwd_c.so",
+        ] {
+            assert!(
+                CkJit::takes(Path::new("/out/lib").join(name).as_path()),
+                "{name}"
+            );
+        }
+        for name in [
+            ".te_libmha_fwd.so.qola-link-123",
+            "libmha_fwd.tmp.so",
+            "libmha_fwd.so.tmp",
+            "_libmha_fwd.so",
+            "xlibmha_fwd.so",
+            "te_libmha_fwd_.so",
+            "te_libgemm_a4w4_asm.so",
+            "libmha_fwd",
+        ] {
+            assert!(
+                !CkJit::takes(Path::new("/out/lib").join(name).as_path()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_unit_s_object_and_cuid_follow_its_generator_and_file_name_not_where_it_is() {
+        let here = Path::new("/a/gen/libmha_fwd/0/blob/fmha_fwd_api.cpp");
+        let there = Path::new("/b/other/libmha_fwd/0/blob/fmha_fwd_api.cpp");
+        assert_eq!(object_name(here), "0-fmha_fwd_api.cpp.o");
+        assert_eq!(object_name(here), object_name(there));
+        assert_eq!(cuid(here), cuid(there));
+        assert_ne!(
+            cuid(here),
+            cuid(Path::new("/a/gen/libmha_fwd/0/blob/fmha_bwd_api.cpp"))
+        );
+    }
 }

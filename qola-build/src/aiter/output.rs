@@ -864,6 +864,18 @@ impl OutputBuild {
         let keys = self.keys(&env, &ctx, &selected)?;
         let mut warnings = self.prepare_tree(&env, &mut ctx)?;
         warnings.extend(ctx.warnings.iter().cloned());
+        if let Some(ck_jit) = &ctx.ck_jit {
+            warnings.push(format!(
+                "{}; the plans below are qola's own: at build time the CK units of {} go to ck-jit's interceptor, one call each, and ck-jit links",
+                ck_jit.notice(),
+                selected
+                    .iter()
+                    .filter(|s| CkJit::takes(&s.so_path))
+                    .map(|s| s.md_name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         let mut plans = Vec::new();
         for (s, library_key) in selected.into_iter().zip(keys) {
             let lib = self.assemble(&env, &ctx, &s)?;

@@ -99,6 +99,8 @@
 //! | `HIP_KITTENS_DIR` | [`aiter`]: where a module's `third_party = ["HipKittens"]` is (default: the tree's `3rdparty/HipKittens`) |
 //! | `QOLA_PREBUILT_URL` | [`OutputBuild`] (`qola build --prebuilt`, over the manifest's `[qola] prebuilt`): the store each module's files are fetched from by its library key before any checkout (see [`aiter::prebuilt`]) |
 //! | `QOLA_PUBLISH_URL` | [`OutputBuild`] (`qola build --publish`): the store each module built here from a tree qola prepared is published to |
+//! | `QOLA_SIGN_KEY` | [`OutputBuild`] (`qola build --sign-key`, over it): the minisign secret key (owner-only, no password) that signs each archive published |
+//! | `QOLA_TRUSTED_KEYS` | [`OutputBuild`] (`qola build --trust`, over it; over the manifest's `[qola] trusted_keys`): the publishers whose signed archives are taken (minisign public keys `RW...` or `.pub` files, `;`/`,`/space-separated); none: archives are not checked for a publisher |
 //! | `QOLA_PREBUILT_TIMEOUT` | [`OutputBuild`]: seconds to wait for each answer of a prebuilt store (default 60) |
 //! | `QOLA_REGISTRY` | [`OutputBuild`] (`qola build --registry`): a registry in QoLA's format over qola's (see [`aiter::registry`]) |
 //! | `QOLA_AITER_KEEP_INLINE_ALL=1` | [`aiter`]: keep AITER's `-amdgpu-function-calls=false` with upstream clang ≥ 20 (minutes per instance instead of seconds) |

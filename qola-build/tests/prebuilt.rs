@@ -681,3 +681,305 @@ fn verify_without_a_store_and_an_unknown_store_are_refused_by_name() {
     );
     assert!(!m.out("refused").exists(), "nothing written");
 }
+
+/// A key pair made by `qola key generate` in `dir`: (secret file, public file, public key line,
+/// key id).
+fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf, String, String) {
+    let (secret, public) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.pub")),
+    );
+    let mut generate = common::qola_command(&[]);
+    generate
+        .args(["key", "generate", "--secret"])
+        .arg(&secret)
+        .arg("--public")
+        .arg(&public);
+    let said = qola_tests::run_ok(&mut generate);
+    let line = said
+        .lines()
+        .find_map(|l| l.strip_prefix("public key: "))
+        .unwrap()
+        .to_string();
+    let id = said
+        .lines()
+        .find_map(|l| l.strip_prefix("key id: "))
+        .unwrap()
+        .to_string();
+    (secret, public, line, id)
+}
+
+/// Debian's `minisign`, when there (in CI: required).
+fn minisign() -> Option<PathBuf> {
+    tool("minisign", "minisign")
+}
+
+/// `index` signed by the secret key `secret` with minisign's own command (`minisign -S`), as
+/// a `.minisig` file's bytes.
+fn tool_signed(minisign: &Path, secret: &Path, index: &[u8], dir: &Path) -> Vec<u8> {
+    let statement = dir.join("qola-prebuilt.json");
+    std::fs::write(&statement, index).unwrap();
+    let signature = dir.join("by-the-tool.minisig");
+    let _ = std::fs::remove_file(&signature);
+    qola_tests::run_ok(
+        Command::new(minisign)
+            .arg("-S")
+            .arg("-s")
+            .arg(secret)
+            .arg("-m")
+            .arg(&statement)
+            .arg("-x")
+            .arg(&signature)
+            .args(["-t", "signed by hand"]),
+    );
+    std::fs::read(&signature).unwrap()
+}
+
+#[test]
+fn a_signed_archive_is_taken_only_as_trusted_and_every_tampered_one_is_refused_before_unpacking() {
+    let Some(m) = start() else { return };
+    let (Some(nginx), Some(minisign)) = (tool("nginx", "nginx-light"), minisign()) else {
+        return;
+    };
+    let keys = m.tmp.path().join("keys");
+    let (a_secret, a_public, a_line, a_id) = key_pair(&keys, "a");
+    let (b_secret, b_public, _, b_id) = key_pair(&keys, "b");
+    let server = HttpCache::start(&nginx, &m.tmp.path().join("nginx"));
+    let url = format!("http://127.0.0.1:{}/cache/prebuilt", server.port);
+
+    // The publisher signs with A; the key's file is never printed nor written into the output.
+    let publish = m
+        .qola("build", "published")
+        .args(["--publish", &url, "--sign-key"])
+        .arg(&a_secret)
+        .output()
+        .unwrap();
+    assert!(publish.status.success(), "{}", stderr(&publish));
+    let secret_text = std::fs::read_to_string(&a_secret).unwrap();
+    let secret_line = secret_text.lines().last().unwrap();
+    assert!(!stderr(&publish).contains(secret_line));
+    assert!(files(&m.out("published")).values().all(|bytes| {
+        !bytes
+            .windows(secret_line.len())
+            .any(|w| w == secret_line.as_bytes())
+    }));
+    let key = m.key();
+    let dir = server.www.join("cache/prebuilt/te_libmha_fwd");
+    let archive_path = dir.join(format!("{key}.tar.zst"));
+    let signature_path = dir.join(format!("{key}.tar.zst.minisig"));
+    let archive = std::fs::read(&archive_path).unwrap();
+    let signature = std::fs::read(&signature_path).unwrap();
+    let index = members(&archive)[0].2.clone();
+
+    // qola's signature verifies with minisign's own command over the archive's index.
+    let by_hand = m.tmp.path().join("by-hand");
+    std::fs::create_dir_all(&by_hand).unwrap();
+    std::fs::write(by_hand.join("qola-prebuilt.json"), &index).unwrap();
+    std::fs::write(by_hand.join("sig.minisig"), &signature).unwrap();
+    let checked = qola_tests::run_ok(
+        Command::new(&minisign)
+            .arg("-V")
+            .arg("-p")
+            .arg(&a_public)
+            .arg("-m")
+            .arg(by_hand.join("qola-prebuilt.json"))
+            .arg("-x")
+            .arg(by_hand.join("sig.minisig")),
+    );
+    assert!(
+        checked.contains(&format!("qola-prebuilt key={key} module=te_libmha_fwd")),
+        "{checked}"
+    );
+
+    // Trusting A (its key on the command line): taken, no warning.
+    let taken = m
+        .qola("build", "trusts-a")
+        .args(["--prebuilt", &url, "--trust", &a_line])
+        .output()
+        .unwrap();
+    assert!(taken.status.success(), "{}", stderr(&taken));
+    assert!(stderr(&taken).contains("(1 prebuilt"), "{}", stderr(&taken));
+    assert!(warnings(&taken).is_empty(), "{}", stderr(&taken));
+    // Trusting nothing: taken, and said once that no publisher is checked.
+    let unchecked = m
+        .qola("build", "trusts-none")
+        .args(["--prebuilt", &url])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&unchecked).contains("(1 prebuilt"),
+        "{}",
+        stderr(&unchecked)
+    );
+    assert_eq!(
+        stderr(&unchecked)
+            .matches("are not checked for a publisher")
+            .count(),
+        1,
+        "{}",
+        stderr(&unchecked)
+    );
+
+    // Each refusal: one warning saying which, the module built from source, nothing unpacked.
+    let refused = |trust: &Path, archive_bytes: &[u8], signature_bytes: Option<&[u8]>| {
+        std::fs::write(&archive_path, archive_bytes).unwrap();
+        match signature_bytes {
+            Some(bytes) => std::fs::write(&signature_path, bytes).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&signature_path);
+            }
+        }
+        let warning = falls_back_trusting(&m, &url, trust);
+        std::fs::write(&archive_path, &archive).unwrap();
+        std::fs::write(&signature_path, &signature).unwrap();
+        warning
+    };
+    // Trusting only B (a .pub file in QOLA_TRUSTED_KEYS).
+    let warning = refused(&b_public, &archive, Some(&signature));
+    assert!(
+        warning.contains(&format!(
+            "signed by key {a_id}, which this build does not trust"
+        )),
+        "{warning}"
+    );
+    // A signature from B over A's statement.
+    let by_b = tool_signed(&minisign, &b_secret, &index, &by_hand);
+    let warning = refused(&a_public, &archive, Some(&by_b));
+    assert!(
+        warning.contains(&format!("signed by key {b_id}")),
+        "{warning}"
+    );
+    // The signature removed, truncated, garbage.
+    let warning = refused(&a_public, &archive, None);
+    assert!(warning.contains("unsigned"), "{warning}");
+    let warning = refused(&a_public, &archive, Some(&signature[..signature.len() / 2]));
+    assert!(warning.contains("signature is unreadable"), "{warning}");
+    let warning = refused(&a_public, &archive, Some(b"garbage\n"));
+    assert!(warning.contains("signature is unreadable"), "{warning}");
+    // The index changed after signing.
+    let mut all = members(&archive);
+    let mut changed: serde_json::Value = serde_json::from_slice(&all[0].2).unwrap();
+    changed["files"][0]["size"] = 1.into();
+    all[0].2 = serde_json::to_vec_pretty(&changed).unwrap();
+    let warning = refused(&a_public, &repack(all, None), Some(&signature));
+    assert!(
+        warning.contains(&format!("signature by key {a_id} does not verify")),
+        "{warning}"
+    );
+    // A file changed after signing (the signed index holds its digest).
+    let mut all = members(&archive);
+    let last = all.len() - 1;
+    all[last].2.push(b'!');
+    let warning = refused(&a_public, &repack(all, None), Some(&signature));
+    assert!(warning.contains("does not match its index"), "{warning}");
+    // A validly signed archive of another key, or another module, served under this key.
+    for (field, value) in [
+        ("key", "0".repeat(64)),
+        ("md_name", "te_libmha_bwd".to_string()),
+    ] {
+        let mut all = members(&archive);
+        let mut other: serde_json::Value = serde_json::from_slice(&all[0].2).unwrap();
+        other[field] = value.clone().into();
+        all[0].2 = serde_json::to_vec_pretty(&other).unwrap();
+        let signed_other = tool_signed(&minisign, &a_secret, &all[0].2, &by_hand);
+        let warning = refused(&a_public, &repack(all, None), Some(&signed_other));
+        assert!(
+            warning.contains(&format!("signed by key {a_id} over another statement"))
+                && warning.contains(&value),
+            "{warning}"
+        );
+    }
+    // A signature made by minisign's own command over the same statement is taken.
+    let by_the_tool = tool_signed(&minisign, &a_secret, &index, &by_hand);
+    std::fs::write(&signature_path, &by_the_tool).unwrap();
+    let taken = m
+        .qola("build", "tool-signed")
+        .args(["--prebuilt", &url])
+        .env("QOLA_TRUSTED_KEYS", &a_public)
+        .output()
+        .unwrap();
+    assert!(stderr(&taken).contains("(1 prebuilt"), "{}", stderr(&taken));
+    assert!(warnings(&taken).is_empty(), "{}", stderr(&taken));
+}
+
+/// [`falls_back`], the build trusting the key of the `.pub` file `trust` (`QOLA_TRUSTED_KEYS`).
+fn falls_back_trusting(m: &Machine, url: &str, trust: &Path) -> String {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = format!(
+        "refused-{}",
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let out = m
+        .qola("build", &dir)
+        .args(["--prebuilt", url])
+        .env("QOLA_TRUSTED_KEYS", trust)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("1/1 modules built, 0 failed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stderr(&out).contains("(1 prebuilt"),
+        "built from source: {}",
+        stderr(&out)
+    );
+    let left: Vec<_> = std::fs::read_dir(m.out(&dir).join("_qola/prebuilt"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| !n.to_string_lossy().ends_with(".json"))
+        .collect();
+    assert!(left.is_empty(), "nothing of the archive unpacked: {left:?}");
+    let warnings = warnings(&out);
+    assert_eq!(warnings.len(), 1, "{}", stderr(&out));
+    warnings[0].clone()
+}
+
+#[test]
+fn a_signing_key_others_can_read_or_a_malformed_trusted_key_is_refused_before_anything_is_fetched()
+{
+    let Some(m) = start() else { return };
+    let keys = m.tmp.path().join("keys");
+    let (secret, _, _, _) = key_pair(&keys, "ci");
+    let mode = std::fs::metadata(&secret).unwrap().permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let store = m.tmp.path().join("store");
+    let url = format!("file://{}", store.display());
+    let open_key = m
+        .qola("build", "open-key")
+        .args(["--publish", &url])
+        .env("QOLA_SIGN_KEY", &secret)
+        .output()
+        .unwrap();
+    assert_eq!(open_key.status.code(), Some(1), "{}", stderr(&open_key));
+    assert!(
+        stderr(&open_key).contains(&format!("chmod 600 {}", secret.display())),
+        "{}",
+        stderr(&open_key)
+    );
+    let bad_trust = m
+        .qola("build", "bad-trust")
+        .args(["--prebuilt", &url])
+        .env("QOLA_TRUSTED_KEYS", "RWnotakey")
+        .output()
+        .unwrap();
+    assert_eq!(bad_trust.status.code(), Some(1), "{}", stderr(&bad_trust));
+    assert!(
+        stderr(&bad_trust).contains("QOLA_TRUSTED_KEYS, entry 1 `RWnotakey`"),
+        "{}",
+        stderr(&bad_trust)
+    );
+    assert!(!store.exists(), "nothing published");
+    assert!(
+        !m.out("open-key").exists() && !m.out("bad-trust").exists(),
+        "nothing written"
+    );
+}

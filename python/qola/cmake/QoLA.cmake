@@ -24,6 +24,7 @@
 # elsewhere) are honoured as QoLA honours them. qola's QOLA_PREBUILT_URL (a CMake variable or the
 # environment) makes qola_add_modules fetch each module by its library key (`qola build
 # --prebuilt`) before any checkout: the tree is prepared only for a module the store lacks;
+# QOLA_TRUSTED_KEYS (a CMake list or the environment) takes only archives its publishers signed;
 # when none is, OUT_AITER_DIR is BUILD_DIR/aiter-headers (the AITER and composable_kernel headers
 # the public headers include, at their paths in the tree). As in QoLA, a manifest must hold exactly one
 # `aiter_commit = "..."` line, and one configure checks a manifest's tree out once into one
@@ -208,8 +209,13 @@ function(qola_build_modules)
       message(FATAL_ERROR "[qola] qola_build_modules: MANIFEST and AITER_DIR are required (qola_checkout_aiter gives the tree)")
     endif()
     if(QBM_PREPARE_FROM)
-      # Prebuilt by key from this store, else prepared and built here (no --skip-checkout).
+      # Prebuilt by key from this store, else prepared and built here (no --skip-checkout);
+      # archives taken only from the publishers QOLA_TRUSTED_KEYS names (a CMake list here;
+      # the environment's reaches qola as it is).
       set(source --prebuilt "${QBM_PREPARE_FROM}")
+      foreach(key IN LISTS QOLA_TRUSTED_KEYS)
+        list(APPEND source --trust "${key}")
+      endforeach()
     elseif(NOT EXISTS "${QBM_AITER_DIR}/csrc/include")
       message(FATAL_ERROR "[qola] ${QBM_AITER_DIR} is no AITER tree (no csrc/include): run qola_checkout_aiter first")
     else()

@@ -35,7 +35,7 @@ use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::{AiterLibrary, Api, CppApi, library_in};
 use crate::aiter::module::{AiterModuleSpec, ck_filter_in};
 use crate::aiter::prebuilt::KeyContext;
-use crate::aiter::prebuilt::{Arrival, LibraryKey, Stores};
+use crate::aiter::prebuilt::{Arrival, LibraryKey, Signer, Stores, Trust};
 use crate::aiter::registry::Registry;
 use crate::build_script::{Directives, Env};
 use crate::common::io::io_error;
@@ -64,6 +64,8 @@ pub struct OutputBuild {
     prebuilt: Option<String>,
     publish: Option<String>,
     verify: bool,
+    sign_key: Option<PathBuf>,
+    trust: Vec<String>,
 }
 
 /// One module of `manifest.json`.
@@ -229,6 +231,8 @@ impl OutputBuild {
             prebuilt: None,
             publish: None,
             verify: false,
+            sign_key: None,
+            trust: Vec::new(),
         }
     }
 
@@ -304,6 +308,21 @@ impl OutputBuild {
     /// `QOLA_PUBLISH_URL`.
     pub fn publish(&mut self, url: &str) -> &mut OutputBuild {
         self.publish = Some(url.to_string());
+        self
+    }
+
+    /// Sign each archive published with the minisign secret key in `path` (`--sign-key`), over
+    /// `QOLA_SIGN_KEY` (see [`crate::aiter::prebuilt`]); a key other users can read is refused.
+    pub fn sign_key(&mut self, path: impl Into<PathBuf>) -> &mut OutputBuild {
+        self.sign_key = Some(path.into());
+        self
+    }
+
+    /// Take prebuilt archives signed by these publishers only (`--trust`, each a minisign
+    /// public key `RW...` or a `.pub` file), over `QOLA_TRUSTED_KEYS` and the manifest's
+    /// `[qola] trusted_keys`.
+    pub fn trust(&mut self, keys: &[String]) -> &mut OutputBuild {
+        self.trust = keys.to_vec();
         self
     }
 
@@ -521,11 +540,29 @@ impl OutputBuild {
         let timeout = env
             .parsed::<std::num::NonZeroU64>("QOLA_PREBUILT_TIMEOUT", "a number of seconds above 0")?
             .map_or(60, u64::from);
+        let (trust, signer) = match (&fetch, &publish) {
+            (None, None) => (Trust::default(), None),
+            _ => self.trust_and_signer(env, manifest, publish.is_some())?,
+        };
+        if let Some(url) = &fetch
+            && !trust.any()
+        {
+            eprintln!(
+                "qola build: archives from {url} are not checked for a publisher: no trusted key (--trust, QOLA_TRUSTED_KEYS, [qola] trusted_keys)"
+            );
+        }
+        if let (Some(url), None) = (&publish, &signer) {
+            eprintln!(
+                "qola build: archives published to {url} are not signed (no --sign-key, QOLA_SIGN_KEY): builds that trust a key refuse them"
+            );
+        }
         Stores::open(
             fetch.as_deref(),
             publish.as_deref(),
             self.verify,
             std::time::Duration::from_secs(timeout),
+            trust,
+            signer,
         )
         .map_err(|problem| {
             AiterError::InvalidOption {
@@ -534,6 +571,71 @@ impl OutputBuild {
             }
             .into()
         })
+    }
+
+    /// The publishers the build trusts (`--trust` > `QOLA_TRUSTED_KEYS` > `[qola]
+    /// trusted_keys`), and the key that signs what it publishes (`--sign-key` >
+    /// `QOLA_SIGN_KEY`, read only when it publishes): each checked before anything is fetched
+    /// or published.
+    fn trust_and_signer(
+        &self,
+        env: &Env,
+        manifest: &Manifest,
+        publishes: bool,
+    ) -> Result<(Trust, Option<Signer>)> {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let given = (!self.trust.is_empty()).then(|| ("--trust", self.trust.clone(), cwd.clone()));
+        let from_env = || {
+            env.var("QOLA_TRUSTED_KEYS").map(|v| {
+                v.map(|list| {
+                    let keys = list
+                        .split(|c: char| c == ';' || c == ',' || c.is_whitespace())
+                        .filter(|k| !k.is_empty())
+                        .map(String::from)
+                        .collect();
+                    ("QOLA_TRUSTED_KEYS", keys, cwd.clone())
+                })
+            })
+        };
+        let in_manifest = || {
+            (!manifest.qola.trusted_keys.is_empty()).then(|| {
+                let dir = manifest
+                    .path
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .to_path_buf();
+                (
+                    "[qola] trusted_keys",
+                    manifest.qola.trusted_keys.clone(),
+                    dir,
+                )
+            })
+        };
+        let trust = match Setting::argument(given)
+            .environment(from_env)?
+            .manifest(in_manifest)
+            .value()
+        {
+            Some((from, keys, base)) => Trust::parse(&keys, from, &base),
+            None => Ok(Trust::default()),
+        };
+        let invalid = |problem: String| AiterError::InvalidOption {
+            option: "prebuilt trust".to_string(),
+            problem,
+        };
+        let trust = trust.map_err(invalid)?;
+        let key = Setting::argument(self.sign_key.clone())
+            .environment(|| {
+                Ok::<_, crate::build_script::EnvError>(
+                    env.var_os("QOLA_SIGN_KEY").map(PathBuf::from),
+                )
+            })?
+            .value();
+        let signer = match key {
+            Some(path) if publishes => Some(Signer::load(&path).map_err(invalid)?),
+            _ => None,
+        };
+        Ok((trust, signer))
     }
 
     /// Builds (see the module docs). `Err` only for what stops every module (manifest, checkout,

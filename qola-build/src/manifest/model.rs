@@ -46,6 +46,11 @@ pub struct QolaTable {
     /// `qola build` warns when the compiler's HIP version starts with none of them, and fails
     /// only with `--require-rocm` ([`crate::OutputBuild::require_rocm`]). Empty: any.
     pub rocm_versions: Vec<String>,
+    /// The publishers whose prebuilt archives are taken (qola's key): minisign public keys
+    /// (`RW...`) or `.pub` files relative to the manifest; under `--trust` and
+    /// `QOLA_TRUSTED_KEYS` (see `qola build --trust`). Empty: archives are not checked for a
+    /// publisher.
+    pub trusted_keys: Vec<String>,
 }
 
 /// `[build]`: compile settings.

@@ -211,6 +211,7 @@ fn qola(r: &mut Reader, t: &DeTable) -> QolaTable {
         "prebuilt",
         "registry",
         "rocm_versions",
+        "trusted_keys",
     ];
     r.only("[qola]", t, KNOWN);
     let mut q = QolaTable::default();
@@ -245,6 +246,9 @@ fn qola(r: &mut Reader, t: &DeTable) -> QolaTable {
     }
     if let Some(v) = t.get("rocm_versions") {
         q.rocm_versions = r.strings(v, key("rocm_versions")).unwrap_or_default();
+    }
+    if let Some(v) = t.get("trusted_keys") {
+        q.trusted_keys = r.strings(v, key("trusted_keys")).unwrap_or_default();
     }
     q
 }

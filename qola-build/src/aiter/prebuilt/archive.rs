@@ -77,11 +77,42 @@ impl IndexedFile {
     }
 }
 
+impl Index {
+    /// The index as its archive holds it (the statement a publisher signs, see `signing`).
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("an index serializes")
+    }
+}
+
+/// The bytes of `archive`'s first member, its index (nothing is written): what its signature
+/// is checked against before anything is unpacked. `Err` says what is wrong with the archive.
+pub(crate) fn index_member(archive: &[u8]) -> Result<Vec<u8>, String> {
+    let decoder = zstd::Decoder::new(archive).map_err(|e| format!("not a zstd stream: {e}"))?;
+    let mut tar = tar::Archive::new(decoder);
+    let corrupt = |e: std::io::Error| format!("corrupt or truncated: {e}");
+    let mut entries = tar.entries().map_err(corrupt)?;
+    let Some(entry) = entries.next() else {
+        return Err(format!("it is empty (no {INDEX})"));
+    };
+    let mut entry = entry.map_err(corrupt)?;
+    let name = entry
+        .path()
+        .map_err(corrupt)?
+        .to_string_lossy()
+        .into_owned();
+    if name != INDEX || entry.header().entry_type() != tar::EntryType::Regular {
+        return Err(format!("its first member is {name}, not {INDEX}"));
+    }
+    let mut bytes = Vec::new();
+    entry.read_to_end(&mut bytes).map_err(corrupt)?;
+    Ok(bytes)
+}
+
 /// Packs the files of `index`, with their `contents` ([`Index::of`]), as its archive.
 pub(crate) fn pack(index: &Index, contents: &[Vec<u8>]) -> std::io::Result<Vec<u8>> {
     let encoder = zstd::Encoder::new(Vec::new(), 3)?;
     let mut tar = tar::Builder::new(encoder);
-    let json = serde_json::to_vec_pretty(index).expect("an index serializes");
+    let json = index.bytes();
     let mut append = |name: &str, bytes: &[u8], mode: u32| {
         let mut header = tar::Header::new_gnu();
         header.set_size(bytes.len() as u64);

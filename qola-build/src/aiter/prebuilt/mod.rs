@@ -50,10 +50,13 @@
 mod archive;
 pub(crate) mod key;
 mod remote;
+mod signing;
 mod store;
 mod stores;
 
 pub(crate) use key::{KeyContext, interpreter_identity};
 
 pub use key::{FORMAT, KeyInputs, LibraryKey, RECIPE_VERSION};
+pub(crate) use signing::{Signer, Trust};
+pub use signing::{default_key_files, generate_key, show_key};
 pub(crate) use stores::{Arrival, Stores};

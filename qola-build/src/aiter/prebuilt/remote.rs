@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::archive::{self, Index};
+use super::signing::{Signer, Trust};
 use super::store::{Failure, Store};
 
 /// A store of prebuilt libraries, by URL.
@@ -71,6 +72,11 @@ impl Remote {
         format!("{md_name}/{key}.tar.zst")
     }
 
+    /// The name of the archive's signature (see `signing`).
+    fn signature_name(md_name: &str, key: &str) -> String {
+        format!("{}.minisig", Self::name(md_name, key))
+    }
+
     /// Where qola records the files a key put in `out_dir`.
     fn record(out_dir: &Path, md_name: &str) -> PathBuf {
         out_dir
@@ -79,13 +85,14 @@ impl Remote {
             .join(format!("{md_name}.json"))
     }
 
-    /// The module's files of `key` into `out_dir`, unless they are there already.
-    pub(crate) fn fetch(&self, out_dir: &Path, md_name: &str, key: &str) -> Fetched {
+    /// The module's files of `key` into `out_dir`, unless they are there already; an archive
+    /// is taken only as `trust` allows.
+    pub(crate) fn fetch(&self, out_dir: &Path, md_name: &str, key: &str, trust: &Trust) -> Fetched {
         if files_match(out_dir, md_name, key) {
             return Fetched::Hit { bytes: 0 };
         }
         let staging = Staging::new(out_dir, "staging");
-        let (index, bytes) = match self.checked(md_name, key, staging.path()) {
+        let (index, bytes) = match self.checked(md_name, key, staging.path(), trust) {
             Ok(fetched) => fetched,
             Err(why) => return Fetched::Miss(why),
         };
@@ -113,13 +120,15 @@ impl Remote {
         }
     }
 
-    /// The archive of `key`, checked and unpacked into `staging` (nothing else is written), with
-    /// its size; `Err` is the warning to give.
+    /// The archive of `key`, its signature checked as `trust` asks (before anything of it is
+    /// unpacked), then checked and unpacked into `staging` (nothing else is written), with its
+    /// size; `Err` is the warning to give.
     pub(crate) fn checked(
         &self,
         md_name: &str,
         key: &str,
         staging: &Path,
+        trust: &Trust,
     ) -> Result<(Index, usize), String> {
         let name = Self::name(md_name, key);
         let at = self.store.locate(&name);
@@ -127,6 +136,24 @@ impl Remote {
             Failure::Missing => format!("no prebuilt {md_name} at {at}: {failure}"),
             other => format!("prebuilt {md_name} not fetched from {at}: {other}"),
         })?;
+        if trust.any() {
+            let refused = |why: String| format!("prebuilt {md_name} from {at} refused: {why}");
+            let signature_name = Self::signature_name(md_name, key);
+            let signature = match self.store.get(&signature_name) {
+                Ok(signature) => Some(signature),
+                Err(Failure::Missing) => None,
+                Err(other) => {
+                    return Err(format!(
+                        "prebuilt {md_name}: its signature not fetched from {}: {other}",
+                        self.store.locate(&signature_name)
+                    ));
+                }
+            };
+            let statement = archive::index_member(&bytes).map_err(refused)?;
+            trust
+                .check(signature.as_deref(), &statement, key, md_name)
+                .map_err(|why| refused(why.to_string()))?;
+        }
         let _ = std::fs::remove_dir_all(staging);
         let index = archive::unpack(&bytes, key, staging)
             .map_err(|why| format!("prebuilt {md_name} from {at} refused: {why}"))?;
@@ -134,12 +161,14 @@ impl Remote {
     }
 
     /// Packs the files of `index` (with their `contents`, [`Index::of`]) as its archive and
-    /// stores it, unless the store holds that key already. Returns the archive's size (`None`:
-    /// held already); `Err` is the warning to give.
+    /// stores it, its signature first when there is a `signer`, unless the store holds that
+    /// key already. Returns the archive's size (`None`: held already); `Err` is the warning to
+    /// give.
     pub(crate) fn publish(
         &self,
         index: &Index,
         contents: &[Vec<u8>],
+        signer: Option<&Signer>,
     ) -> Result<Option<usize>, String> {
         let (md_name, name) = (&index.md_name, Self::name(&index.md_name, &index.key));
         let not_published = |failure: Failure| {
@@ -153,6 +182,16 @@ impl Remote {
         }
         let bytes = archive::pack(index, contents)
             .map_err(|e| format!("{md_name} not published: cannot pack it: {e}"))?;
+        if let Some(signer) = signer {
+            // Before the archive: a store never serves this archive without its signature.
+            let signature = signer
+                .sign(&index.bytes(), &index.key, md_name)
+                .map_err(|e| format!("{md_name} not published: {e}"))?;
+            let signature_name = Self::signature_name(md_name, &index.key);
+            self.store
+                .put(&signature_name, signature.as_bytes())
+                .map_err(not_published)?;
+        }
         self.store.put(&name, &bytes).map_err(not_published)?;
         Ok(Some(bytes.len()))
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::archive::Index;
 use super::remote::{Fetched, Remote, Staging, write_record};
+use super::signing::{Signer, Trust};
 
 /// The stores of one build.
 #[derive(Debug)]
@@ -13,6 +14,10 @@ pub(crate) struct Stores {
     fetch: Option<Remote>,
     publish: Option<Remote>,
     verify: bool,
+    /// The publishers whose archives are taken (none: every archive, as before signatures).
+    trust: Trust,
+    /// What signs what is published.
+    signer: Option<Signer>,
 }
 
 /// What the fetch store gave for a module.
@@ -51,13 +56,16 @@ impl Staged {
 }
 
 impl Stores {
-    /// The stores at these URLs, `None` when there are none. `Err`: a URL qola cannot use, or
+    /// The stores at these URLs, `None` when there are none; archives fetched are taken as
+    /// `trust` allows, those published signed by `signer`. `Err`: a URL qola cannot use, or
     /// `verify` without a store to fetch from.
     pub(crate) fn open(
         fetch: Option<&str>,
         publish: Option<&str>,
         verify: bool,
         timeout: Duration,
+        trust: Trust,
+        signer: Option<Signer>,
     ) -> Result<Option<Stores>, String> {
         if verify && fetch.is_none() {
             return Err("--verify checks a prebuilt: give the store with --prebuilt (or QOLA_PREBUILT_URL, [qola] prebuilt)".to_string());
@@ -69,6 +77,8 @@ impl Stores {
             fetch: fetch.map(|u| Remote::open(u, timeout)).transpose()?,
             publish: publish.map(|u| Remote::open(u, timeout)).transpose()?,
             verify,
+            trust,
+            signer,
         }))
     }
 
@@ -86,20 +96,22 @@ impl Stores {
     pub(crate) fn arrive(&self, out_dir: &Path, md_name: &str, key: &str) -> Option<Arrival> {
         let remote = self.fetch.as_ref()?;
         if !self.verify {
-            return Some(match remote.fetch(out_dir, md_name, key) {
+            return Some(match remote.fetch(out_dir, md_name, key, &self.trust) {
                 Fetched::Hit { bytes } => Arrival::Fetched(bytes),
                 Fetched::Miss(why) => Arrival::Miss(why),
             });
         }
         let dir = Staging::new(out_dir, &format!("verify-{md_name}"));
-        Some(match remote.checked(md_name, key, dir.path()) {
-            Ok((index, _)) => Arrival::Staged(Staged {
-                dir,
-                index,
-                url: remote.url.clone(),
-            }),
-            Err(why) => Arrival::Miss(why),
-        })
+        Some(
+            match remote.checked(md_name, key, dir.path(), &self.trust) {
+                Ok((index, _)) => Arrival::Staged(Staged {
+                    dir,
+                    index,
+                    url: remote.url.clone(),
+                }),
+                Err(why) => Arrival::Miss(why),
+            },
+        )
     }
 
     /// After a module of `key` was built here from the tree qola prepared: records its `files`
@@ -118,17 +130,19 @@ impl Stores {
         let Some(remote) = &self.publish else {
             return Ok(None);
         };
-        Ok(Some(match remote.publish(&index, &contents)? {
-            Some(bytes) => format!(
-                "{md_name}: published as {} ({bytes} bytes) to {}",
-                &key[..16],
-                remote.url
-            ),
-            None => format!(
-                "{md_name}: {} is published already at {}",
-                &key[..16],
-                remote.url
-            ),
-        }))
+        Ok(Some(
+            match remote.publish(&index, &contents, self.signer.as_ref())? {
+                Some(bytes) => format!(
+                    "{md_name}: published as {} ({bytes} bytes) to {}",
+                    &key[..16],
+                    remote.url
+                ),
+                None => format!(
+                    "{md_name}: {} is published already at {}",
+                    &key[..16],
+                    remote.url
+                ),
+            },
+        ))
     }
 }

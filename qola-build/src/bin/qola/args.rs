@@ -40,6 +40,37 @@ pub(crate) enum Command {
     Plan(BuildCmd),
     /// What qola's object cache holds (size, objects, the last builds' hits and misses).
     Cache(CacheCmd),
+    /// Keys that sign prebuilt archives (minisign's format): make a pair, show a public key.
+    Key(KeyCmd),
+}
+
+/// `key`.
+#[derive(Debug, Args)]
+pub(crate) struct KeyCmd {
+    #[command(subcommand)]
+    pub action: KeyAction,
+}
+
+/// What `key` does.
+#[derive(Debug, Subcommand)]
+pub(crate) enum KeyAction {
+    /// Make a key pair: the secret key (owner-only; for `build --sign-key`, kept in CI's secret
+    /// store) and the public key (for `build --trust`); never over an existing file.
+    Generate {
+        /// The secret key's file.
+        #[arg(long, value_name = "FILE", default_value = "qola-sign.key")]
+        secret: PathBuf,
+        /// The public key's file.
+        #[arg(long, value_name = "FILE", default_value = "qola-sign.pub")]
+        public: PathBuf,
+    },
+    /// Print the public key (`RW...`, what `--trust` takes) and its id, of a secret or a public
+    /// key file.
+    Show {
+        /// The key file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 /// Where the AITER tree comes from and where it goes.
@@ -190,6 +221,15 @@ pub(crate) struct BuildCmd {
     /// With --prebuilt: build from source anyway and compare the files byte for byte.
     #[arg(long)]
     pub verify: bool,
+    /// With --publish: sign each archive with this minisign secret key (owner-only; `qola key
+    /// generate` makes one) [default: QOLA_SIGN_KEY].
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// With --prebuilt: take only archives signed by this publisher (a minisign public key
+    /// `RW...` or its .pub file; repeat for several) [default: QOLA_TRUSTED_KEYS, the
+    /// manifest's [qola] trusted_keys].
+    #[arg(long = "trust", value_name = "KEY")]
+    pub trust: Vec<String>,
 }
 
 /// `cache`.
@@ -285,6 +325,12 @@ impl BuildCmd {
             build.publish(url);
         }
         build.verify(self.verify);
+        if let Some(key) = &self.sign_key {
+            build.sign_key(key);
+        }
+        if !self.trust.is_empty() {
+            build.trust(&self.trust);
+        }
         build
     }
 }

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use qola_build::{Action, Error, Preparation};
 
-use args::{BuildCmd, CacheCmd, CheckoutCmd, Cli, Command, DiffCmd, PrepareCmd};
+use args::{BuildCmd, CacheCmd, CheckoutCmd, Cli, Command, DiffCmd, KeyAction, KeyCmd, PrepareCmd};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Command::Build(c) => build(&c),
         Command::Plan(c) => plan(&c),
         Command::Cache(c) => cache(&c),
+        Command::Key(c) => key(&c),
     }
 }
 
@@ -231,6 +232,32 @@ fn plan(c: &BuildCmd) -> ExitCode {
         print!("{}", plan_words::module(module));
     }
     ExitCode::SUCCESS
+}
+
+fn key(c: &KeyCmd) -> ExitCode {
+    let shown = match &c.action {
+        KeyAction::Generate { secret, public } => {
+            qola_build::aiter::prebuilt::generate_key(secret, public).map(|(line, id)| {
+                eprintln!(
+                    "qola key: secret key {} (owner-only: keep it in a secret store, give it to `build --sign-key`), public key {}",
+                    secret.display(),
+                    public.display()
+                );
+                (line, id)
+            })
+        }
+        KeyAction::Show { file } => qola_build::aiter::prebuilt::show_key(file),
+    };
+    match shown {
+        Ok((line, id)) => {
+            println!("public key: {line}\nkey id: {id}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("qola key: error: {why}");
+            exit::status(exit::ERROR)
+        }
+    }
 }
 
 fn cache(c: &CacheCmd) -> ExitCode {

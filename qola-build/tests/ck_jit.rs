@@ -136,15 +136,34 @@ fn calls(scratch: &Path) -> Vec<(String, Vec<String>)> {
 
 /// The defined global symbols of a shared library's dynamic table, demangled.
 fn exported(library: &Path) -> Vec<String> {
+    symbols(library, &["-D", "--defined-only"])
+}
+
+/// The undefined symbols of a library, demangled.
+fn undefined(library: &Path) -> Vec<String> {
+    symbols(library, &["--undefined-only"])
+}
+
+/// The names `nm -C <options>` lists for `library`.
+fn symbols(library: &Path, options: &[&str]) -> Vec<String> {
     let out = Command::new("nm")
-        .args(["-D", "--defined-only", "-C"])
+        .arg("-C")
+        .args(options)
         .arg(library)
         .output()
         .unwrap();
     assert!(out.status.success(), "nm {}", library.display());
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|l| l.splitn(3, ' ').nth(2).map(String::from))
+        .filter_map(|l| {
+            let l = l.trim_start();
+            // `<address> <type> <name>`, or `<type> <name>` for an undefined one.
+            let rest = match l.split_once(' ') {
+                Some((first, rest)) if first.len() > 1 => rest,
+                _ => l,
+            };
+            rest.split_once(' ').map(|(_, name)| name.to_string())
+        })
         .collect()
 }
 
@@ -298,19 +317,6 @@ fn under_ck_jit_each_ck_unit_goes_to_its_interceptor_once_every_run_and_the_libr
             .any(|s| s.starts_with("fmha_fwd(")),
         "{text}"
     );
-}
-
-/// The undefined symbols of a library, demangled.
-fn undefined(library: &Path) -> Vec<String> {
-    let out = Command::new("nm")
-        .args(["-C", "--undefined-only"])
-        .arg(library)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("U ").map(String::from))
-        .collect()
 }
 
 #[test]

@@ -540,24 +540,8 @@ fn qolas_cmake_functions_get_a_published_library_with_no_checkout() {
         return;
     };
     let store = m.file_store();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let build = m.tmp.path().join("cmake");
-    let mut configure = Command::new(cmake);
-    qola_tests::without_caller_env(&mut configure, &[], &["GPU_ARCHS"]);
-    configure
-        .arg("-S")
-        .arg(root.join("examples/cmake-qola-functions"))
-        .arg("-B")
-        .arg(&build)
-        .arg(format!("-DQOLA_DIR={}", root.join("python/qola").display()))
-        .arg(format!("-DQOLA_MANIFEST={}", m.manifest.display()))
-        .arg(format!("-DQOLA_PREBUILT_URL=file://{}", store.display()))
-        .arg(format!("-DCMAKE_CXX_COMPILER={}", m.hipcc.display()))
-        .env("HIPCC", &m.hipcc)
-        .env("QOLA_EXECUTABLE", common::qola_binary())
-        .env("QOLA_CACHE_DIR", m.tmp.path().join("empty-cache"))
-        .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
-    let said = qola_tests::run_ok(&mut configure);
+    let said = qola_tests::run_ok(&mut cmake_configure(&m, &cmake, &build, &store));
     assert!(said.contains("te_libmha_fwd.so"), "{said}");
     assert!(said.contains("1 prebuilt"), "{said}");
     assert!(
@@ -569,7 +553,7 @@ fn qolas_cmake_functions_get_a_published_library_with_no_checkout() {
         std::fs::read(build.join("qola/lib/te_libmha_fwd.so")).unwrap(),
         std::fs::read(m.out("published/lib/te_libmha_fwd.so")).unwrap()
     );
-    let mut compile = Command::new(tool("cmake", "cmake").unwrap());
+    let mut compile = Command::new(&cmake);
     qola_tests::without_caller_env(&mut compile, &[], &["GPU_ARCHS"]);
     qola_tests::run_ok(compile.arg("--build").arg(&build));
     assert!(build.join("call_mha_fwd").is_file());
@@ -577,6 +561,43 @@ fn qolas_cmake_functions_get_a_published_library_with_no_checkout() {
         !build.join("qola/third_party/aiter").exists(),
         "still no checkout"
     );
+    // The functions pass the trusted keys with the store: a malformed one stops the configure,
+    // named, before anything is fetched.
+    let untrusting = m.tmp.path().join("cmake-trust");
+    let refused = cmake_configure(&m, &cmake, &untrusting, &store)
+        .arg("-DQOLA_TRUSTED_KEYS=RWnotakey")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        stderr(&refused)
+    );
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("--trust, entry 1 `RWnotakey`"), "{said}");
+    assert!(!untrusting.join("qola/lib").exists(), "nothing fetched");
+}
+
+/// CMake configuring the example of QoLA's functions into `build`, its modules from `store`
+/// (`QOLA_PREBUILT_URL`), with the sid toolchain and an empty qola cache.
+fn cmake_configure(m: &Machine, cmake: &Path, build: &Path, store: &Path) -> Command {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut configure = Command::new(cmake);
+    qola_tests::without_caller_env(&mut configure, &[], &["GPU_ARCHS"]);
+    configure
+        .arg("-S")
+        .arg(root.join("examples/cmake-qola-functions"))
+        .arg("-B")
+        .arg(build)
+        .arg(format!("-DQOLA_DIR={}", root.join("python/qola").display()))
+        .arg(format!("-DQOLA_MANIFEST={}", m.manifest.display()))
+        .arg(format!("-DQOLA_PREBUILT_URL=file://{}", store.display()))
+        .arg(format!("-DCMAKE_CXX_COMPILER={}", m.hipcc.display()))
+        .env("HIPCC", &m.hipcc)
+        .env("QOLA_EXECUTABLE", common::qola_binary())
+        .env("QOLA_CACHE_DIR", m.tmp.path().join("empty-cache"))
+        .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
+    configure
 }
 
 /// `--verify` against a whole, consistent archive whose library is not what the source builds:

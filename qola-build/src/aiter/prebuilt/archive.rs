@@ -87,25 +87,46 @@ impl Index {
 /// The bytes of `archive`'s first member, its index (nothing is written): what its signature
 /// is checked against before anything is unpacked. `Err` says what is wrong with the archive.
 pub(crate) fn index_member(archive: &[u8]) -> Result<Vec<u8>, String> {
+    let mut first = None;
+    each_member(archive, |name, bytes| {
+        if name != INDEX {
+            return Err(format!("its first member is {name}, not {INDEX}"));
+        }
+        first = Some(bytes);
+        Ok(false)
+    })?;
+    first.ok_or_else(|| format!("it is empty (no {INDEX})"))
+}
+
+/// Reads `archive`'s members in order, each a plain file (anything else is refused), giving
+/// `visit` its name and bytes until it returns `Ok(false)`. `Err` says what is wrong.
+fn each_member(
+    archive: &[u8],
+    mut visit: impl FnMut(&str, Vec<u8>) -> Result<bool, String>,
+) -> Result<(), String> {
     let decoder = zstd::Decoder::new(archive).map_err(|e| format!("not a zstd stream: {e}"))?;
     let mut tar = tar::Archive::new(decoder);
     let corrupt = |e: std::io::Error| format!("corrupt or truncated: {e}");
-    let mut entries = tar.entries().map_err(corrupt)?;
-    let Some(entry) = entries.next() else {
-        return Err(format!("it is empty (no {INDEX})"));
-    };
-    let mut entry = entry.map_err(corrupt)?;
-    let name = entry
-        .path()
-        .map_err(corrupt)?
-        .to_string_lossy()
-        .into_owned();
-    if name != INDEX || entry.header().entry_type() != tar::EntryType::Regular {
-        return Err(format!("its first member is {name}, not {INDEX}"));
+    for entry in tar.entries().map_err(corrupt)? {
+        let mut entry = entry.map_err(corrupt)?;
+        let name = entry
+            .path()
+            .map_err(corrupt)?
+            .to_string_lossy()
+            .into_owned();
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            return Err(format!(
+                "member {name} is a {:?}, not a plain file (links and devices are refused)",
+                entry.header().entry_type()
+            ));
+        }
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).map_err(corrupt)?;
+        if !visit(&name, bytes)? {
+            break;
+        }
     }
-    let mut bytes = Vec::new();
-    entry.read_to_end(&mut bytes).map_err(corrupt)?;
-    Ok(bytes)
+    Ok(())
 }
 
 /// Packs the files of `index`, with their `contents` ([`Index::of`]), as its archive.
@@ -136,31 +157,14 @@ pub(crate) fn pack(index: &Index, contents: &[Vec<u8>]) -> std::io::Result<Vec<u
 /// Checks `archive` against `key` and writes its files under `staging` (see the module docs).
 /// `Err` says what is wrong with it.
 pub(crate) fn unpack(archive: &[u8], key: &str, staging: &Path) -> Result<Index, String> {
-    let decoder = zstd::Decoder::new(archive).map_err(|e| format!("not a zstd stream: {e}"))?;
-    let mut tar = tar::Archive::new(decoder);
-    let corrupt = |e: std::io::Error| format!("corrupt or truncated: {e}");
     let mut index: Option<Index> = None;
     let mut seen = std::collections::BTreeSet::new();
-    for entry in tar.entries().map_err(corrupt)? {
-        let mut entry = entry.map_err(corrupt)?;
-        let name = entry
-            .path()
-            .map_err(corrupt)?
-            .to_string_lossy()
-            .into_owned();
-        if entry.header().entry_type() != tar::EntryType::Regular {
-            return Err(format!(
-                "member {name} is a {:?}, not a plain file (links and devices are refused)",
-                entry.header().entry_type()
-            ));
-        }
-        let Some(relative) = inside(&name) else {
+    each_member(archive, |name, bytes| {
+        let Some(relative) = inside(name) else {
             return Err(format!(
                 "member {name} leaves the output directory (an absolute path or `..`)"
             ));
         };
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(corrupt)?;
         let Some(index) = &index else {
             if name != INDEX {
                 return Err(format!("its first member is {name}, not {INDEX}"));
@@ -174,12 +178,12 @@ pub(crate) fn unpack(archive: &[u8], key: &str, staging: &Path) -> Result<Index,
                 ));
             }
             index = Some(read);
-            continue;
+            return Ok(true);
         };
         let Some(listed) = index.files.iter().find(|f| f.path == name) else {
             return Err(format!("member {name} is not in its index"));
         };
-        if !seen.insert(name.clone()) {
+        if !seen.insert(name.to_string()) {
             return Err(format!("member {name} is there twice"));
         }
         let digest = blake3::hash(&bytes).to_hex().to_string();
@@ -200,7 +204,8 @@ pub(crate) fn unpack(archive: &[u8], key: &str, staging: &Path) -> Result<Index,
             std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         file.write_all(&bytes)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+        Ok(true)
+    })?;
     let Some(index) = index else {
         return Err(format!("it is empty (no {INDEX})"));
     };

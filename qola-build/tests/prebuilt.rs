@@ -55,11 +55,23 @@ impl Machine {
 
     /// `qola <verb>` with the checkout at `tree` and qola's cache at `cache`.
     fn qola_at(&self, verb: &str, out: &str, tree: &Path, cache: &Path) -> Command {
+        self.qola_with(verb, out, tree, cache, &self.manifest)
+    }
+
+    /// [`Machine::qola_at`] with another manifest.
+    fn qola_with(
+        &self,
+        verb: &str,
+        out: &str,
+        tree: &Path,
+        cache: &Path,
+        manifest: &Path,
+    ) -> Command {
         let mut command = common::qola_command(&["GPU_ARCHS"]);
         command
             .arg(verb)
             .arg("-m")
-            .arg(&self.manifest)
+            .arg(manifest)
             .arg("-a")
             .arg(tree)
             .arg("-o")
@@ -821,6 +833,43 @@ fn a_signed_archive_is_taken_only_as_trusted_and_every_tampered_one_is_refused_b
     assert!(taken.status.success(), "{}", stderr(&taken));
     assert!(stderr(&taken).contains("(1 prebuilt"), "{}", stderr(&taken));
     assert!(warnings(&taken).is_empty(), "{}", stderr(&taken));
+    // Trusting A through the manifest (`[qola] trusted_keys`, a .pub relative to it): taken;
+    // QOLA_TRUSTED_KEYS naming B is over it: refused.
+    let real = qola_tests::real_aiter().unwrap();
+    let trusting_manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .set_toml("trusted_keys", "[\"keys/a.pub\"]")
+        .archs(&["gfx942"])
+        .narrow_forward()
+        .write(m.tmp.path().join("trusting.toml"));
+    let by_manifest = |out: &str, env_keys: Option<&Path>| {
+        let fixtures = fixtures_dir();
+        let mut command = m.qola_with(
+            "build",
+            out,
+            &fixtures.join("aiter-narrow"),
+            &fixtures.join("cache"),
+            &trusting_manifest,
+        );
+        command.args(["--prebuilt", &url]);
+        if let Some(keys) = env_keys {
+            command.env("QOLA_TRUSTED_KEYS", keys);
+        }
+        command.output().unwrap()
+    };
+    let taken = by_manifest("manifest-trusts-a", None);
+    assert!(stderr(&taken).contains("(1 prebuilt"), "{}", stderr(&taken));
+    assert!(warnings(&taken).is_empty(), "{}", stderr(&taken));
+    let over = by_manifest("env-over-manifest", Some(&b_public));
+    assert!(!stderr(&over).contains("(1 prebuilt"), "{}", stderr(&over));
+    assert!(
+        stderr(&over).contains(&format!(
+            "signed by key {a_id}, which this build does not trust"
+        )),
+        "{}",
+        stderr(&over)
+    );
+
     // Trusting nothing: taken, and said once that no publisher is checked.
     let unchecked = m
         .qola("build", "trusts-none")

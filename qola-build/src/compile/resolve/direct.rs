@@ -3,7 +3,7 @@
 //! `-c <source> -o <object>` per unit, every path in full and `-I` attached to its directory,
 //! and nothing of qola's own pipeline: no roots (a recorded `-I aiter/...` would name nothing
 //! where it is replayed), no depfile (`-MD -MF` would be replayed into a directory that is not
-//! there), no `-cuid`, no split passes, no precompiled header, no launcher, no cache.
+//! there), no `-cuid` of its own, no split passes, no precompiled header, no launcher, no cache.
 
 use std::path::Path;
 

@@ -172,11 +172,22 @@ fn value_after<'a>(argv: &'a [String], option: &str) -> Option<&'a str> {
     argv.get(at + 1).map(String::as_str)
 }
 
-#[test]
-fn under_ck_jit_each_ck_unit_goes_to_its_interceptor_once_every_run_and_the_library_links_to_its_final_name()
- {
+/// What the stand-in's tests start from: the sid toolchain, a temporary directory, the narrow
+/// forward's manifest, a tree of their own with ck-jit's hints in CK's forward generator, the
+/// output directory and its library. `None` (the test skips) without the tree or the toolchain,
+/// outside CI.
+struct Forward {
+    hipcc: PathBuf,
+    tmp: tempfile::TempDir,
+    manifest: PathBuf,
+    tree: PathBuf,
+    out: PathBuf,
+    library: PathBuf,
+}
+
+fn forward() -> Option<Forward> {
     let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
-        return;
+        return None;
     };
     let tmp = tempfile::tempdir().unwrap();
     let manifest = manifest(tmp.path(), &real, false);
@@ -184,6 +195,30 @@ fn under_ck_jit_each_ck_unit_goes_to_its_interceptor_once_every_run_and_the_libr
     add_forward_hints(&tree);
     let out = tmp.path().join("out");
     let library = out.join("lib/te_libmha_fwd.so");
+    Some(Forward {
+        hipcc,
+        tmp,
+        manifest,
+        tree,
+        out,
+        library,
+    })
+}
+
+#[test]
+fn under_ck_jit_each_ck_unit_goes_to_its_interceptor_once_every_run_and_the_library_links_to_its_final_name()
+ {
+    let Some(Forward {
+        hipcc,
+        tmp,
+        manifest,
+        tree,
+        out,
+        library,
+    }) = forward()
+    else {
+        return;
+    };
     for round in ["first", "second"] {
         let round_dir = tmp.path().join(round);
         let mut command = build(&manifest, &tree, &out);
@@ -321,15 +356,17 @@ fn under_ck_jit_each_ck_unit_goes_to_its_interceptor_once_every_run_and_the_libr
 
 #[test]
 fn under_ck_jit_a_failing_link_or_a_vanished_scratch_is_named_and_the_library_is_left_as_it_was() {
-    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+    let Some(Forward {
+        hipcc,
+        tmp,
+        manifest,
+        tree,
+        out,
+        library,
+    }) = forward()
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let manifest = manifest(tmp.path(), &real, false);
-    let tree = tree_copy(&hipcc, &manifest, tmp.path());
-    add_forward_hints(&tree);
-    let out = tmp.path().join("out");
-    let library = out.join("lib/te_libmha_fwd.so");
     let interceptor = qola_tests::fake_ck_jit_interceptor();
     let mut first = build(&manifest, &tree, &out);
     ck_jit_env(

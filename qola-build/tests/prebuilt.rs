@@ -288,20 +288,32 @@ fn a_fresh_machine_gets_a_published_library_with_no_checkout_no_generator_and_no
 /// `qola build --prebuilt url` from the prepared tree into a new output directory: it
 /// succeeds, from source, with one warning (returned), and leaves no staging directory.
 fn falls_back(m: &Machine, url: &str) -> String {
+    falls_back_trusting(m, url, None)
+}
+
+/// [`falls_back`], the build trusting the key of the `.pub` file `trust`, if any
+/// (`QOLA_TRUSTED_KEYS`).
+fn falls_back_trusting(m: &Machine, url: &str, trust: Option<&Path>) -> String {
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = format!(
         "fallback-{}",
         RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
-    let out = m
-        .qola("build", &dir)
-        .args(["--prebuilt", url])
-        .output()
-        .unwrap();
+    let mut command = m.qola("build", &dir);
+    command.args(["--prebuilt", url]);
+    if let Some(trust) = trust {
+        command.env("QOLA_TRUSTED_KEYS", trust);
+    }
+    let out = command.output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("1/1 modules built, 0 failed"),
         "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stderr(&out).contains("(1 prebuilt"),
+        "built from source: {}",
         stderr(&out)
     );
     assert!(m.out(&dir).join("lib/te_libmha_fwd.so").is_file());
@@ -314,7 +326,7 @@ fn falls_back(m: &Machine, url: &str) -> String {
         .map(|e| e.file_name())
         .filter(|n| !n.to_string_lossy().ends_with(".json"))
         .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(left.is_empty(), "nothing of the archive left: {left:?}");
     warnings[0].clone()
 }
 
@@ -899,7 +911,7 @@ fn a_signed_archive_is_taken_only_as_trusted_and_every_tampered_one_is_refused_b
                 let _ = std::fs::remove_file(&signature_path);
             }
         }
-        let warning = falls_back_trusting(&m, &url, trust);
+        let warning = falls_back_trusting(&m, &url, Some(trust));
         std::fs::write(&archive_path, &archive).unwrap();
         std::fs::write(&signature_path, &signature).unwrap();
         warning
@@ -970,43 +982,6 @@ fn a_signed_archive_is_taken_only_as_trusted_and_every_tampered_one_is_refused_b
         .unwrap();
     assert!(stderr(&taken).contains("(1 prebuilt"), "{}", stderr(&taken));
     assert!(warnings(&taken).is_empty(), "{}", stderr(&taken));
-}
-
-/// [`falls_back`], the build trusting the key of the `.pub` file `trust` (`QOLA_TRUSTED_KEYS`).
-fn falls_back_trusting(m: &Machine, url: &str, trust: &Path) -> String {
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let dir = format!(
-        "refused-{}",
-        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    let out = m
-        .qola("build", &dir)
-        .args(["--prebuilt", url])
-        .env("QOLA_TRUSTED_KEYS", trust)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("1/1 modules built, 0 failed"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(
-        !stderr(&out).contains("(1 prebuilt"),
-        "built from source: {}",
-        stderr(&out)
-    );
-    let left: Vec<_> = std::fs::read_dir(m.out(&dir).join("_qola/prebuilt"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name())
-        .filter(|n| !n.to_string_lossy().ends_with(".json"))
-        .collect();
-    assert!(left.is_empty(), "nothing of the archive unpacked: {left:?}");
-    let warnings = warnings(&out);
-    assert_eq!(warnings.len(), 1, "{}", stderr(&out));
-    warnings[0].clone()
 }
 
 #[test]

@@ -35,7 +35,7 @@ use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::{AiterLibrary, Api, CppApi, library_in};
 use crate::aiter::module::{AiterModuleSpec, ck_filter_in};
 use crate::aiter::prebuilt::KeyContext;
-use crate::aiter::prebuilt::{Arrival, LibraryKey, Signer, Stores, Trust};
+use crate::aiter::prebuilt::{Arrival, LibraryKey, Stores, Trust};
 use crate::aiter::registry::Registry;
 use crate::build_script::{Directives, Env};
 use crate::common::io::io_error;
@@ -542,7 +542,17 @@ impl OutputBuild {
             .map_or(60, u64::from);
         let (trust, signer) = match (&fetch, &publish) {
             (None, None) => (Trust::default(), None),
-            _ => self.trust_and_signer(env, manifest, publish.is_some())?,
+            _ => crate::aiter::prebuilt::trust_and_signer(
+                env,
+                manifest,
+                &self.trust,
+                self.sign_key.as_deref(),
+                publish.is_some(),
+            )
+            .map_err(|(option, problem)| AiterError::InvalidOption {
+                option: option.to_string(),
+                problem,
+            })?,
         };
         if let Some(url) = &fetch
             && !trust.any()
@@ -571,71 +581,6 @@ impl OutputBuild {
             }
             .into()
         })
-    }
-
-    /// The publishers the build trusts (`--trust` > `QOLA_TRUSTED_KEYS` > `[qola]
-    /// trusted_keys`), and the key that signs what it publishes (`--sign-key` >
-    /// `QOLA_SIGN_KEY`, read only when it publishes): each checked before anything is fetched
-    /// or published.
-    fn trust_and_signer(
-        &self,
-        env: &Env,
-        manifest: &Manifest,
-        publishes: bool,
-    ) -> Result<(Trust, Option<Signer>)> {
-        let cwd = std::env::current_dir().unwrap_or_default();
-        let given = (!self.trust.is_empty()).then(|| ("--trust", self.trust.clone(), cwd.clone()));
-        let from_env = || {
-            env.var("QOLA_TRUSTED_KEYS").map(|v| {
-                v.map(|list| {
-                    let keys = list
-                        .split(|c: char| c == ';' || c == ',' || c.is_whitespace())
-                        .filter(|k| !k.is_empty())
-                        .map(String::from)
-                        .collect();
-                    ("QOLA_TRUSTED_KEYS", keys, cwd.clone())
-                })
-            })
-        };
-        let in_manifest = || {
-            (!manifest.qola.trusted_keys.is_empty()).then(|| {
-                let dir = manifest
-                    .path
-                    .parent()
-                    .unwrap_or(Path::new("."))
-                    .to_path_buf();
-                (
-                    "[qola] trusted_keys",
-                    manifest.qola.trusted_keys.clone(),
-                    dir,
-                )
-            })
-        };
-        let trust = match Setting::argument(given)
-            .environment(from_env)?
-            .manifest(in_manifest)
-            .value()
-        {
-            Some((from, keys, base)) => Trust::parse(&keys, from, &base),
-            None => Ok(Trust::default()),
-        };
-        let invalid = |problem: String| AiterError::InvalidOption {
-            option: "prebuilt trust".to_string(),
-            problem,
-        };
-        let trust = trust.map_err(invalid)?;
-        let key = Setting::argument(self.sign_key.clone())
-            .environment(|| {
-                Ok::<_, crate::build_script::EnvError>(
-                    env.var_os("QOLA_SIGN_KEY").map(PathBuf::from),
-                )
-            })?
-            .value();
-        let signer = match key {
-            Some(path) if publishes => Some(Signer::load(&path).map_err(invalid)?),
-            _ => None,
-        };
-        Ok((trust, signer))
     }
 
     /// Builds (see the module docs). `Err` only for what stops every module (manifest, checkout,

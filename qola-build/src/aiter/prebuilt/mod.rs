@@ -57,6 +57,6 @@ mod stores;
 pub(crate) use key::{KeyContext, interpreter_identity};
 
 pub use key::{FORMAT, KeyInputs, LibraryKey, RECIPE_VERSION};
-pub(crate) use signing::{Signer, Trust};
+pub(crate) use signing::{Trust, trust_and_signer};
 pub use signing::{default_key_files, generate_key, show_key};
 pub(crate) use stores::{Arrival, Stores};

@@ -31,6 +31,10 @@ use std::path::{Path, PathBuf};
 
 use minisign::{KeyPair, PublicKey, PublicKeyBox, SecretKey, SecretKeyBox, SignatureBox};
 
+use crate::build_script::{Env, EnvError};
+use crate::common::precedence::Setting;
+use crate::manifest::Manifest;
+
 /// A key id as minisign prints it (16 upper-case hex digits).
 fn key_id(keynum: &[u8]) -> String {
     let mut bytes = [0u8; 8];
@@ -238,6 +242,68 @@ impl Trust {
         }
         Ok(())
     }
+}
+
+/// The publishers a build trusts (`trust`, the `--trust` values > `QOLA_TRUSTED_KEYS` >
+/// `[qola] trusted_keys`, the one precedence), and the key that signs what it publishes
+/// (`sign_key`, `--sign-key` > `QOLA_SIGN_KEY`, read only when it `publishes`): each checked
+/// before anything is fetched or published. `Err`: the setting and what is wrong with it.
+pub(crate) fn trust_and_signer(
+    env: &Env,
+    manifest: &Manifest,
+    trust: &[String],
+    sign_key: Option<&Path>,
+    publishes: bool,
+) -> Result<(Trust, Option<Signer>), (&'static str, String)> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let env_error = |e: EnvError| ("QOLA_TRUSTED_KEYS", e.to_string());
+    let given = (!trust.is_empty()).then(|| ("--trust", trust.to_vec(), cwd.clone()));
+    let from_env = || {
+        Ok::<_, EnvError>(env.var("QOLA_TRUSTED_KEYS")?.map(|list| {
+            let keys = list
+                .split(|c: char| c == ';' || c == ',' || c.is_whitespace())
+                .filter(|k| !k.is_empty())
+                .map(String::from)
+                .collect();
+            ("QOLA_TRUSTED_KEYS", keys, cwd.clone())
+        }))
+    };
+    let in_manifest = || {
+        (!manifest.qola.trusted_keys.is_empty()).then(|| {
+            let dir = manifest
+                .path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .to_path_buf();
+            (
+                "[qola] trusted_keys",
+                manifest.qola.trusted_keys.clone(),
+                dir,
+            )
+        })
+    };
+    let trust = match Setting::argument(given)
+        .environment(from_env)
+        .map_err(env_error)?
+        .manifest(in_manifest)
+        .value()
+    {
+        Some((from, keys, base)) => {
+            Trust::parse(&keys, from, &base).map_err(|why| ("prebuilt trust", why))?
+        }
+        None => Trust::default(),
+    };
+    let key = Setting::argument(sign_key.map(Path::to_path_buf))
+        .environment(|| Ok::<_, EnvError>(env.var_os("QOLA_SIGN_KEY").map(PathBuf::from)))
+        .map_err(|e| ("QOLA_SIGN_KEY", e.to_string()))?
+        .value();
+    let signer = match key {
+        Some(path) if publishes => {
+            Some(Signer::load(&path).map_err(|why| ("prebuilt signing", why))?)
+        }
+        _ => None,
+    };
+    Ok((trust, signer))
 }
 
 /// The public key of a minisign `.pub` file's text (its last non-empty line).

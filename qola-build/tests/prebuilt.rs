@@ -724,6 +724,27 @@ fn verify_without_a_store_and_an_unknown_store_are_refused_by_name() {
         "{}",
         stderr(&out)
     );
+    // A store's trust or signing key without the store.
+    for (flag, value, says) in [
+        (
+            "--trust",
+            "RWnotakey",
+            "--trust: it names the publishers of the archives --prebuilt fetches",
+        ),
+        (
+            "--sign-key",
+            "ci.key",
+            "--sign-key: it signs what --publish publishes",
+        ),
+    ] {
+        let out = m
+            .qola("build", "refused")
+            .args([flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
     assert!(!m.out("refused").exists(), "nothing written");
 }
 

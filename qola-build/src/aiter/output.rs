@@ -540,6 +540,22 @@ impl OutputBuild {
         let timeout = env
             .parsed::<std::num::NonZeroU64>("QOLA_PREBUILT_TIMEOUT", "a number of seconds above 0")?
             .map_or(60, u64::from);
+        // The flags of a store's trust without the store: a mistake, not a no-op (the
+        // variables may be set for every build, with or without a store).
+        if !self.trust.is_empty() && fetch.is_none() {
+            return Err(AiterError::InvalidOption {
+                option: "--trust".to_string(),
+                problem: "it names the publishers of the archives --prebuilt fetches: give the store with --prebuilt (or QOLA_PREBUILT_URL, [qola] prebuilt)".to_string(),
+            }
+            .into());
+        }
+        if self.sign_key.is_some() && publish.is_none() {
+            return Err(AiterError::InvalidOption {
+                option: "--sign-key".to_string(),
+                problem: "it signs what --publish publishes: give the store with --publish (or QOLA_PUBLISH_URL)".to_string(),
+            }
+            .into());
+        }
         let (trust, signer) = match (&fetch, &publish) {
             (None, None) => (Trust::default(), None),
             _ => crate::aiter::prebuilt::trust_and_signer(

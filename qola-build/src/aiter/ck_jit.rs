@@ -195,6 +195,7 @@ impl CkJit {
                 objects.push(to);
             }
         }
+        let names = self.tree_names(&root);
         let mut calls = Vec::new();
         for (source, flags) in &taken {
             let object = objects_dir.join(object_name(source));
@@ -206,7 +207,7 @@ impl CkJit {
             let args = direct
                 .compile_args(source, &flags, &object)?
                 .into_iter()
-                .map(|arg| self.named(&arg, &root))
+                .map(|arg| named(arg, names.as_ref()))
                 .collect();
             calls.push(Intercepted {
                 source: source.clone(),
@@ -270,29 +271,17 @@ impl CkJit {
         Ok((compiled + taken.len(), units))
     }
 
-    /// `arg` with the tree named as ck-jit names it (`CK_JIT_AITER_DIR`), when that is the
-    /// same directory under another name: its interceptor makes paths under that prefix
-    /// relative, and installs what they name.
-    fn named(&self, arg: &str, root: &Path) -> String {
-        let Some(aiter_dir) = &self.aiter_dir else {
-            return arg.to_string();
-        };
-        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-        let same = std::fs::canonicalize(aiter_dir).is_ok_and(|dir| dir == canonical);
-        let (Some(from), Some(to)) = (canonical.to_str(), aiter_dir.to_str()) else {
-            return arg.to_string();
-        };
-        if !same || from == to {
-            return arg.to_string();
+    /// The tree's name in qola's paths and the one ck-jit gives it (`CK_JIT_AITER_DIR`), when
+    /// they differ for the same directory (a symbolic link): its interceptor makes paths under
+    /// its name relative, and installs what they name.
+    fn tree_names(&self, root: &Path) -> Option<(String, String)> {
+        let aiter_dir = self.aiter_dir.as_ref()?;
+        let canonical = std::fs::canonicalize(root).ok()?;
+        if std::fs::canonicalize(aiter_dir).ok()? != canonical {
+            return None;
         }
-        let (flag, path) = match arg.strip_prefix("-I") {
-            Some(path) => ("-I", path),
-            None => ("", arg),
-        };
-        match path.strip_prefix(from) {
-            Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("{flag}{to}{rest}"),
-            _ => arg.to_string(),
-        }
+        let (from, to) = (canonical.to_str()?, aiter_dir.to_str()?);
+        (from != to).then(|| (from.to_string(), to.to_string()))
     }
 
     /// Runs each of `calls` through the interceptor, as many at once as there are CPUs.
@@ -462,6 +451,22 @@ impl CkJit {
     }
 }
 
+/// `arg` with a path under the tree's name `from` written under ck-jit's `to` (see
+/// [`CkJit::tree_names`]): a source, or an `-I` directory.
+fn named(arg: String, names: Option<&(String, String)>) -> String {
+    let Some((from, to)) = names else {
+        return arg;
+    };
+    let (flag, path) = match arg.strip_prefix("-I") {
+        Some(path) => ("-I", path),
+        None => ("", arg.as_str()),
+    };
+    match path.strip_prefix(from.as_str()) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("{flag}{to}{rest}"),
+        _ => arg,
+    }
+}
+
 /// An error of the build under ck-jit, at `step`.
 fn problem(step: &str, why: &str) -> AiterError {
     AiterError::CkJit {
@@ -558,6 +563,50 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn paths_in_the_tree_are_named_as_ck_jit_names_the_tree_and_no_other_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir_all(&real).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let ck_jit = |aiter_dir: &Path| CkJit {
+            tmp_dir: dir.path().to_path_buf(),
+            interceptor: PathBuf::new(),
+            compiler: PathBuf::new(),
+            aiter_dir: Some(aiter_dir.to_path_buf()),
+            ignored_hipcc: None,
+        };
+        let real_name = std::fs::canonicalize(&real).unwrap().display().to_string();
+        let names = ck_jit(&link).tree_names(&real);
+        let link_name = link.display().to_string();
+        assert_eq!(names, Some((real_name.clone(), link_name.clone())));
+        let named = |arg: String| named(arg, names.as_ref());
+        assert_eq!(
+            named(format!("-I{real_name}/csrc/include")),
+            format!("-I{link_name}/csrc/include")
+        );
+        assert_eq!(
+            named(format!("{real_name}/a.cpp")),
+            format!("{link_name}/a.cpp")
+        );
+        assert_eq!(
+            named(format!("-I{real_name}x/other")),
+            format!("-I{real_name}x/other")
+        );
+        assert_eq!(named("-DX=1".to_string()), "-DX=1");
+        assert_eq!(
+            ck_jit(&real).tree_names(&real),
+            None,
+            "the same name: nothing to rename"
+        );
+        assert_eq!(
+            ck_jit(dir.path()).tree_names(&real),
+            None,
+            "another directory"
+        );
     }
 
     #[test]

@@ -48,46 +48,6 @@ pub fn check_ck_toolchain(toolchain: &HipToolchain) -> Result<()> {
     }
 }
 
-/// `core.py`'s HIP flags for a HIP version (each entry may hold two words).
-fn core_hip_flags(version: (u32, u32, u32)) -> Vec<&'static str> {
-    let mut flags = vec![
-        "-DLEGACY_HIPBLAS_DIRECT",
-        "-DUSE_PROF_API=1",
-        "-D__HIP_PLATFORM_HCC__=1",
-        "-D__HIP_PLATFORM_AMD__=1",
-        "-U__HIP_NO_HALF_CONVERSIONS__",
-        "-U__HIP_NO_HALF_OPERATORS__",
-        "-mllvm --amdgpu-kernarg-preload-count=16",
-        "-Wno-unused-result",
-        "-Wno-switch-bool",
-        "-Wno-vla-cxx-extension",
-        "-Wno-undefined-func-template",
-        "-Wno-macro-redefined",
-        "-Wno-missing-template-arg-list-after-template-kw",
-        "-fgpu-flush-denormals-to-zero",
-    ];
-    if version <= (6, 3, 42132) {
-        flags.push("-mllvm --amdgpu-enable-max-ilp-scheduling-strategy=1");
-    }
-    if version > (5, 5, 0) {
-        flags.push("-mllvm --lsr-drop-solution=1");
-    }
-    if version > (5, 7, 23302) {
-        flags.push("-fno-offload-uniform-block");
-    }
-    if version > (6, 1, 40090) {
-        flags.push("-mllvm -enable-post-misched=0");
-    }
-    if version > (6, 2, 41132) {
-        flags.push("-mllvm -amdgpu-early-inline-all=true");
-        flags.push("-mllvm -amdgpu-function-calls=false");
-    }
-    if version > (6, 2, 41133) {
-        flags.push("-mllvm -amdgpu-coerce-illegal-types=1");
-    }
-    flags
-}
-
 /// A module of the prepared tree, ready to compile: its generated and listed sources, include
 /// directories in AITER's order and AITER's flags.
 #[derive(Debug, Clone)]
@@ -304,7 +264,7 @@ pub(crate) fn prepare_module_in(
     sources.sort();
     let file_flags = per_source_flags(spec, &recipe, &sources, &mut warnings)?;
     let includes = includes_of(spec.root, &generated, &recipe);
-    let (flags, dropped_flags) = flags_for(spec, &recipe, &toolchain, env)?;
+    let (flags, dropped_flags) = flags_for(spec, &paths, &recipe, &toolchain, env)?;
     Ok(AiterModule {
         recipe,
         generated,
@@ -569,19 +529,24 @@ fn includes_of(root: &Path, generated: &[Generated], recipe: &ModuleRecipe) -> V
 /// `-mllvm` flags dropped because the compiler does not know them.
 fn flags_for(
     spec: &AiterModuleSpec,
+    paths: &AiterPaths,
     recipe: &ModuleRecipe,
     toolchain: &HipToolchain,
     env: &Env,
 ) -> Result<(Vec<String>, Vec<String>)> {
     let arch = spec.archs.first().cloned().unwrap_or_default();
-    let version = hip_version(toolchain).unwrap_or((0, 0, 0));
-    let mut candidates: Vec<String> = vec![
-        "-DWITH_HIP".into(),
-        "-fPIC".into(),
-        "-std=c++20".into(),
-        "-O3".into(),
-    ];
-    candidates.extend(recipe.flags_extra_cc.iter().cloned());
+    // What the tree's own core.py gives the module (see `recipe::core_flags`).
+    let core = recipe::core_flags::core_flags(
+        paths,
+        recipe,
+        spec.archs,
+        toolchain,
+        &spec.gen_dir.join(&recipe.name),
+        spec.cache,
+        env,
+    )?;
+    let mut candidates: Vec<String> = vec!["-DWITH_HIP".into(), "-fPIC".into()];
+    candidates.extend(core.flags_cc);
     candidates.extend(
         [
             "-D__HIP_PLATFORM_AMD__=1",
@@ -599,14 +564,8 @@ fn flags_for(
         ]
         .map(String::from),
     );
-    // core.py sorts and deduplicates its HIP flags before probing them.
-    let mut hip: Vec<String> = core_hip_flags(version)
-        .into_iter()
-        .map(String::from)
-        .collect();
-    hip.extend(recipe.flags_extra_hip.iter().cloned());
-    hip.sort();
-    hip.dedup();
+    // core.py sorted and deduplicated its HIP flags; qola probes the `-mllvm` ones.
+    let hip = core.flags_hip;
     let mut dropped_flags = Vec::new();
     let scratch = spec.gen_dir.join("qola-flag-probe");
     for flag in hip {

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub(crate) mod core_flags;
+
 use crate::aiter::error::AiterError;
 use crate::build_script::Env;
 

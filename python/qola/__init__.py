@@ -10,7 +10,18 @@ import shutil
 import sys
 import sysconfig
 
-__all__ = ["CMAKE_DIR", "find_qola_bin"]
+__all__ = ["CMAKE_DIR", "__version__", "find_qola_bin"]
+
+try:
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    try:
+        #: The installed wheel's version (the ``qola`` crate's, as ``qola --version`` says it).
+        __version__ = _version("qola")
+    except PackageNotFoundError:  # a source checkout on PYTHONPATH, not installed
+        __version__ = "0+unknown"
+except ImportError:  # Python 3.7's standard library has no importlib.metadata
+    __version__ = "0+unknown"
 
 #: The directory of qola's CMake module (``include(${CMAKE_DIR}/QoLA.cmake)``).
 CMAKE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")

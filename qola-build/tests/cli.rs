@@ -104,6 +104,11 @@ fn errors_exit_one_with_the_message_and_usage_errors_two() {
     );
     let out = qola(&s, &["frobnicate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // No command at all is a usage error too (argparse, QoLA's, exits 2), the usage on stderr.
+    let out = qola(&s, &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: qola"));
     let out = qola(&s, &["plan", "--timings", "-o", "out"])
         .output()
         .unwrap();

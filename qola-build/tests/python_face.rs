@@ -273,6 +273,8 @@ import inspect, json, os
 from qola.build_tools import build_kernels, checkout_aiter
 from qola.cli import main
 
+import qola
+print("VERSION", qola.__version__)
 print("SIGNATURES", json.dumps([str(inspect.signature(f)) for f in (build_kernels, checkout_aiter, main)]))
 root = checkout_aiter(manifest_path={m:?}, aiter_root={a:?}, groups=["mha"])
 print("ROOT", root)
@@ -304,7 +306,12 @@ except RuntimeError as e:
         .unwrap();
     let said = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(run.status.success(), "{}", text(&run));
-    let lines: Vec<&str> = said.lines().collect();
+    let mut lines: Vec<&str> = said.lines().collect();
+    // `qola.__version__` is the installed wheel's, the crate's.
+    assert_eq!(
+        lines.remove(0),
+        format!("VERSION {}", env!("CARGO_PKG_VERSION"))
+    );
     assert_eq!(
         lines[0],
         r#"SIGNATURES ["(manifest_path: str, *, output_dir: str, aiter_root: Optional[str] = None, archs: Optional[List[str]] = None, verbose: bool = False, build_mode: Optional[str] = None, aiter_commit: Optional[str] = None, patches_dir: Optional[str] = None, skip_checkout: bool = False, groups: Optional[List[str]] = None) -> Dict[str, Any]", "(manifest_path: Optional[str] = None, aiter_root: Optional[str] = None, aiter_commit: Optional[str] = None, patches_dir: Optional[str] = None, force: bool = False, groups: Optional[List[str]] = None) -> str", "(argv: Optional[List[str]] = None) -> int"]"#

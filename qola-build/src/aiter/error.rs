@@ -208,11 +208,40 @@ pub struct ModuleKeyError {
 }
 
 /// The way on for what a generator's error output shows.
-fn codegen_hint(stderr: &str) -> &'static str {
-    if stderr.contains("No module named") || stderr.contains("python3 not found") {
-        "\n(AITER's generators need python3 with the `packaging` module: `pip install packaging`, or QOLA_PYTHON naming such a Python)"
-    } else {
-        ""
+fn codegen_hint(stderr: &str) -> String {
+    // Python's own words: `No module named 'pandas'` (a dotted name: its package).
+    let missing = stderr
+        .split("No module named ")
+        .nth(1)
+        .and_then(|rest| {
+            rest.trim_start_matches(['\'', '"'])
+                .split(['\'', '"', '.', '\n'])
+                .next()
+        })
+        .filter(|name| !name.is_empty());
+    match missing {
+        Some(module) => format!(
+            "\n(AITER's generators need python3 with the `{module}` module: `pip install {module}`, or QOLA_PYTHON naming a Python that has it)"
+        ),
+        None if stderr.contains("python3 not found") => "\n(AITER's generators need python3 with the `packaging` and `pandas` modules: `pip install packaging pandas`, or QOLA_PYTHON naming such a Python)".to_string(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::codegen_hint;
+
+    #[test]
+    fn the_hint_names_the_module_python_misses() {
+        let pandas = codegen_hint("Traceback ...\nModuleNotFoundError: No module named 'pandas'\n");
+        assert!(
+            pandas.contains("`pandas` module: `pip install pandas`"),
+            "{pandas}"
+        );
+        let dotted = codegen_hint("ModuleNotFoundError: No module named 'packaging.version'");
+        assert!(dotted.contains("`pip install packaging`"), "{dotted}");
+        assert_eq!(codegen_hint("SyntaxError: invalid syntax"), "");
     }
 }
 

@@ -452,7 +452,7 @@ pub(crate) fn generator_python(env: &Env) -> Result<PathBuf> {
         Some(p) => Ok(PathBuf::from(p)),
         None => Ok(which::which_in("python3", env.path(), ".").map_err(|_| AiterError::Codegen {
             command: "python3".to_string(),
-            stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` module".to_string(),
+            stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` and `pandas` modules".to_string(),
             origin: None,
         })?),
     }

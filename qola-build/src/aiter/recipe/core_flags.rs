@@ -268,7 +268,15 @@ mod tests {
             identity: "test".into(),
             env: vec![],
         };
-        core_flags(&paths, &recipe, &["gfx942".into()], &toolchain, dir, cache, &env)
+        core_flags(
+            &paths,
+            &recipe,
+            &["gfx942".into()],
+            &toolchain,
+            dir,
+            cache,
+            &env,
+        )
     }
 
     #[test]
@@ -298,14 +306,21 @@ mod tests {
         let text = std::fs::read_to_string(&records[0]).unwrap();
         std::fs::write(&records[0], text.replace("-DNEW_HIP", "-DFROM_CACHE")).unwrap();
         let again = run(dir.path(), cache.path()).unwrap();
-        assert!(again.flags_hip.contains(&"-DFROM_CACHE".to_string()), "{again:?}");
+        assert!(
+            again.flags_hip.contains(&"-DFROM_CACHE".to_string()),
+            "{again:?}"
+        );
     }
 
     #[test]
     fn a_core_py_without_build_modules_shape_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("aiter/jit")).unwrap();
-        std::fs::write(dir.path().join("aiter/jit/core.py"), "def other():\n    pass\n").unwrap();
+        std::fs::write(
+            dir.path().join("aiter/jit/core.py"),
+            "def other():\n    pass\n",
+        )
+        .unwrap();
         let cache = tempfile::tempdir().unwrap();
         let e = run(dir.path(), cache.path()).unwrap_err().to_string();
         assert!(e.contains("aiter/jit/core.py"), "{e}");

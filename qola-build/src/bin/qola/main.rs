@@ -32,8 +32,10 @@ fn main() -> ExitCode {
         }
     };
     let Some(command) = cli.command else {
-        let _ = <Cli as clap::CommandFactory>::command().print_help();
-        return ExitCode::SUCCESS;
+        // As argparse (QoLA's) does: the usage on standard error, a usage error's status.
+        let mut usage = <Cli as clap::CommandFactory>::command();
+        let _ = writeln!(std::io::stderr(), "{}", usage.render_help());
+        return exit::status(exit::USAGE);
     };
     match command {
         Command::Prepare(c) => prepare("prepare", &c, c.options().try_prepare()),

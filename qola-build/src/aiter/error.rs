@@ -140,6 +140,23 @@ pub enum AiterError {
         why: String,
     },
 
+    /// The tree uses a HIP name the compiler's HIP does not have (see `rocm_needs`).
+    #[error("{}:{line}: this AITER uses `{name}`, which the HIP compiler {} (HIP {found}) does not have: it needs ROCm {needed} or newer; set HIPCC (and ROCM_PATH) to a ROCm {needed} hipcc (in this repository, `tools/sid-hipcc-setup --rocm7` makes one from Debian experimental's HIP 7.2), or pin an AITER that builds with this ROCm", file.display(), compiler.display())]
+    TreeNeedsNewerRocm {
+        /// The HIP name.
+        name: String,
+        /// The header that uses it.
+        file: PathBuf,
+        /// Its line.
+        line: usize,
+        /// The ROCm that first has it.
+        needed: String,
+        /// The compiler's HIP version.
+        found: String,
+        /// The compiler.
+        compiler: PathBuf,
+    },
+
     /// The compiler is too old for composable_kernel.
     #[error("composable_kernel needs HIP >= {needed}; found {found} at {}: set HIPCC to a newer ROCm's hipcc (in this repository, `tools/sid-hipcc-setup` makes one from Debian sid's ROCm 6.4)", compiler.display())]
     ToolchainTooOld {
@@ -159,6 +176,7 @@ impl AiterError {
             AiterError::InvalidOption { .. } => ErrorKind::Input,
             AiterError::RocmVersion { .. }
             | AiterError::ToolchainTooOld { .. }
+            | AiterError::TreeNeedsNewerRocm { .. }
             | AiterError::CkJit { .. } => ErrorKind::Toolchain,
             AiterError::UnsupportedArch { .. }
             | AiterError::ModuleKey(_)

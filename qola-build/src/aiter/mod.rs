@@ -5,16 +5,19 @@
 //!
 //! # Flags
 //!
-//! As AITER's `core.py` and `cpp_extension.py` give them for these modules: `-DWITH_HIP`, the
-//! include directories (ck_helper, CK `include`, CK `library/include`, AITER `csrc/include`, the
-//! generated sources, the module's `extra_include`, `csrc/include/torch`), `-fPIC -std=c++20
-//! -O3`, the module's `flags_extra_cc`, `-D__HIP_PLATFORM_AMD__=1 -DUSE_ROCM=1 -DHIPBLAS_V2`,
-//! `-DCUDA_HAS_FP16=1 -D__HIP_NO_HALF_OPERATORS__=1 -D__HIP_NO_HALF_CONVERSIONS__=1
-//! -mcmodel=large -fno-unique-section-names -ffunction-sections -fdata-sections
-//! -fvisibility=hidden -fvisibility-inlines-hidden`, then `core.py`'s HIP flags (the `-mllvm`
-//! ones gated on the HIP version as `core.py` gates them), the module's `flags_extra_hip`, and
-//! `-fno-gpu-rdc`. Each `-mllvm` flag is probed once against the compiler (cached) and dropped
-//! when the compiler does not know it, as AITER's `hip_flag_checker` does.
+//! As AITER gives them for these modules, at the prepared commit: `cpp_extension.py`'s
+//! `-DWITH_HIP -fPIC`, then the tree's own `core.py`'s `flags_cc` (its base list, `ENABLE_CK`,
+//! rope and the other switches it computes, the module's `flags_extra_cc`), `-D__HIP_PLATFORM_AMD__=1
+//! -DUSE_ROCM=1 -DHIPBLAS_V2 -DCUDA_HAS_FP16=1 -D__HIP_NO_HALF_OPERATORS__=1
+//! -D__HIP_NO_HALF_CONVERSIONS__=1 -mcmodel=large -fno-unique-section-names -ffunction-sections
+//! -fdata-sections -fvisibility=hidden -fvisibility-inlines-hidden`, the tree's `core.py`'s
+//! `flags_hip` (sorted as it sorts them: the HIP version's and the architecture's flags, kernarg
+//! preload, the module's `flags_extra_hip`), and `-fno-gpu-rdc`; the include directories
+//! (ck_helper, CK `include`, CK `library/include`, AITER `csrc/include`, the generated sources,
+//! the module's `extra_include`, `csrc/include/torch`). `core.py`'s lists are computed by that
+//! `core.py` itself (see `recipe::core_flags`), so a new AITER's flags come with it. Each
+//! `-mllvm` flag is probed once against the compiler (cached) and dropped when the compiler
+//! does not know it, as AITER's `hip_flag_checker` does.
 //!
 //! One decision differs from AITER: with an upstream clang (Debian's, 20 or newer) the pair
 //! `-mllvm -amdgpu-early-inline-all=true -mllvm -amdgpu-function-calls=false` makes one CK
@@ -61,4 +64,5 @@ pub use output::{
     check_groups,
 };
 pub use plan::GeneratorPlan;
+pub use recipe::core_flags::CoreFlags;
 pub use recipe::{AiterPaths, ModuleRecipe};

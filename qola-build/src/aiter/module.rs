@@ -65,6 +65,9 @@ pub struct AiterModule {
     pub flags: Vec<String>,
     /// Flags dropped because the compiler does not know them.
     pub dropped_flags: Vec<String>,
+    /// The lists the tree's own `core.py` gives the module, before qola adds `cpp_extension`'s
+    /// flags and probes the `-mllvm` ones (see `recipe::core_flags`).
+    pub core_flags: crate::aiter::CoreFlags,
     /// Flags of single sources (the recipe's `flags_extra_hip_per_source`), one argument each.
     pub file_flags: Vec<(PathBuf, Vec<String>)>,
     /// The compiler the flags were chosen (and probed) for.
@@ -238,6 +241,13 @@ pub(crate) fn prepare_module_in(
         })?,
     };
     check_ck_toolchain(&toolchain)?;
+    recipe::rocm_needs::check(
+        &paths.meta,
+        &toolchain,
+        spec.archs.first().map_or("", String::as_str),
+        spec.cache,
+        &spec.gen_dir.join("qola-flag-probe"),
+    )?;
     let third_party = crate::aiter::third_party::includes(spec.root, &recipe.third_party, env)
         .map_err(|why| {
             key_error(
@@ -264,7 +274,7 @@ pub(crate) fn prepare_module_in(
     sources.sort();
     let file_flags = per_source_flags(spec, &recipe, &sources, &mut warnings)?;
     let includes = includes_of(spec.root, &generated, &recipe);
-    let (flags, dropped_flags) = flags_for(spec, &paths, &recipe, &toolchain, env)?;
+    let (flags, dropped_flags, core_flags) = flags_for(spec, &paths, &recipe, &toolchain, env)?;
     Ok(AiterModule {
         recipe,
         generated,
@@ -272,6 +282,7 @@ pub(crate) fn prepare_module_in(
         includes,
         flags,
         dropped_flags,
+        core_flags,
         file_flags,
         toolchain,
         warnings,
@@ -525,15 +536,15 @@ fn includes_of(root: &Path, generated: &[Generated], recipe: &ModuleRecipe) -> V
     includes
 }
 
-/// AITER's compile flags for this compiler (see the module docs), one argument each, and the
-/// `-mllvm` flags dropped because the compiler does not know them.
+/// AITER's compile flags for this compiler (see the module docs), one argument each, the
+/// `-mllvm` flags dropped because the compiler does not know them, and `core.py`'s own lists.
 fn flags_for(
     spec: &AiterModuleSpec,
     paths: &AiterPaths,
     recipe: &ModuleRecipe,
     toolchain: &HipToolchain,
     env: &Env,
-) -> Result<(Vec<String>, Vec<String>)> {
+) -> Result<(Vec<String>, Vec<String>, recipe::core_flags::CoreFlags)> {
     let arch = spec.archs.first().cloned().unwrap_or_default();
     // What the tree's own core.py gives the module (see `recipe::core_flags`).
     let core = recipe::core_flags::core_flags(
@@ -546,7 +557,7 @@ fn flags_for(
         env,
     )?;
     let mut candidates: Vec<String> = vec!["-DWITH_HIP".into(), "-fPIC".into()];
-    candidates.extend(core.flags_cc);
+    candidates.extend(core.flags_cc.iter().cloned());
     candidates.extend(
         [
             "-D__HIP_PLATFORM_AMD__=1",
@@ -565,7 +576,7 @@ fn flags_for(
         .map(String::from),
     );
     // core.py sorted and deduplicated its HIP flags; qola probes the `-mllvm` ones.
-    let hip = core.flags_hip;
+    let hip = core.flags_hip.clone();
     let mut dropped_flags = Vec::new();
     let scratch = spec.gen_dir.join("qola-flag-probe");
     for flag in hip {
@@ -590,7 +601,7 @@ fn flags_for(
         .iter()
         .flat_map(|f| f.split_whitespace().map(String::from).collect::<Vec<_>>())
         .collect();
-    Ok((flags, dropped_flags))
+    Ok((flags, dropped_flags, core))
 }
 
 /// Whether the compiler is an upstream clang 20 or newer (not AMD's), where AITER's

@@ -161,6 +161,8 @@ pub struct ModulePlan {
     pub generators: Vec<crate::aiter::plan::GeneratorPlan>,
     /// Flags AITER asks for that the compiler does not know (dropped).
     pub dropped_flags: Vec<String>,
+    /// The flag lists the tree's own `core.py` gives the module (`flags_cc`, `flags_hip`).
+    pub core_flags: crate::aiter::CoreFlags,
     /// hsa code objects embedded.
     pub hsa_blobs: usize,
     /// The compiles and the link.
@@ -633,6 +635,16 @@ impl OutputBuild {
         let shared_files = match needs_tree {
             true => {
                 self.prepare_tree(&env, &mut ctx)?;
+                // A ROCm too old for the tree stops the build before anything is written.
+                let arch = ctx.archs.first().map_or("", String::as_str);
+                let paths = crate::aiter::AiterPaths::new(&ctx.root, arch, &env)?;
+                crate::aiter::recipe::rocm_needs::check(
+                    &paths.meta,
+                    &ctx.toolchain,
+                    arch,
+                    &ctx.cache,
+                    &ctx.cache.join(crate::cache_dir::PROBES).join("scratch"),
+                )?;
                 self.write_shared(&env, &ctx)?
             }
             false => Vec::new(),
@@ -960,6 +972,7 @@ impl OutputBuild {
                     .map(crate::aiter::plan::GeneratorPlan::of)
                     .collect(),
                 dropped_flags: lib.module.dropped_flags.clone(),
+                core_flags: lib.module.core_flags.clone(),
                 hsa_blobs: lib.hsa.blobs,
                 compile,
                 library_key,

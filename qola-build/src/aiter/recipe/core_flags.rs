@@ -53,7 +53,8 @@ const CACHE_FORMAT: u32 = 1;
 
 /// `core.py`'s two lists for a module, as its `_jit_compile` call would get them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct CoreFlags {
+#[non_exhaustive]
+pub struct CoreFlags {
     /// `extra_cflags`: `flags_cc` (the module's `flags_extra_cc` included).
     pub flags_cc: Vec<String>,
     /// `extra_cuda_cflags`: `flags_hip` (sorted, the module's `flags_extra_hip` included), each

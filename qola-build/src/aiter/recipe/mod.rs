@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub(crate) mod core_flags;
+pub(crate) mod rocm_needs;
 
 use crate::aiter::error::AiterError;
 use crate::build_script::Env;

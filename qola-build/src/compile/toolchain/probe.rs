@@ -79,6 +79,48 @@ pub(crate) fn probe(
 }
 
 impl super::HipToolchain {
+    /// Whether the compiler's HIP headers declare `name` (an enumerator or a function): a
+    /// kernel compiled with a header using it, once per compiler, the answer kept under `cache`.
+    pub(crate) fn knows_hip_name(
+        &self,
+        name: &str,
+        arch: &str,
+        cache: &Path,
+        scratch: &Path,
+    ) -> Result<bool> {
+        crate::common::io::own_dir(scratch)?;
+        let header = scratch.join(format!("qola-probe-{name}.h"));
+        write_atomic(
+            &header,
+            format!(
+                "#include <hip/hip_runtime.h>\nstatic const long qola_probe_name = (long){name};\n"
+            )
+            .as_bytes(),
+        )?;
+        let start: Vec<String> = [
+            self.path.to_string_lossy().into_owned(),
+            "-x".to_string(),
+            "hip".to_string(),
+            format!("--offload-arch={arch}"),
+            "-c".to_string(),
+            "-include".to_string(),
+        ]
+        .into();
+        let mut command = start.clone();
+        command.push(header.to_string_lossy().into_owned());
+        let mut key_command = start;
+        key_command.push(format!("hip-name:{name}"));
+        let answer = probe(
+            &self.identity,
+            &self.env,
+            &command,
+            &key_command,
+            Some(cache),
+            scratch,
+        )?;
+        Ok(answer == ProbeAnswer::Accepted)
+    }
+
     /// Whether the compiler accepts `flag` (such as an `-mllvm` option) for `arch`: an empty
     /// kernel compiled with it, once per compiler, the answer kept under `cache`.
     pub(crate) fn accepts_flag(

@@ -157,6 +157,17 @@ pub enum AiterError {
         compiler: PathBuf,
     },
 
+    /// The module is built with composable_kernel and the tree has none.
+    #[error("module {module} is built with composable_kernel (ENABLE_CK is not 0), and {} has no CK sources{pinned}: check out the submodule (git submodule update --init 3rdparty/composable_kernel, or let qola prepare the tree), set CK_DIR to a composable_kernel checkout, or build the module without CK (flags_extra_cc = [\"'-DENABLE_CK=0'\"] where the tree supports it)", dir.display())]
+    CkMissing {
+        /// The module.
+        module: String,
+        /// Where CK was looked for.
+        dir: PathBuf,
+        /// The commit the tree pins, as words (`" (the tree pins composable_kernel f33252ce...)"`).
+        pinned: String,
+    },
+
     /// The compiler is too old for composable_kernel.
     #[error("composable_kernel needs HIP >= {needed}; found {found} at {}: set HIPCC to a newer ROCm's hipcc (in this repository, `tools/sid-hipcc-setup` makes one from Debian sid's ROCm 6.4)", compiler.display())]
     ToolchainTooOld {
@@ -177,6 +188,7 @@ impl AiterError {
             AiterError::RocmVersion { .. }
             | AiterError::ToolchainTooOld { .. }
             | AiterError::TreeNeedsNewerRocm { .. }
+            | AiterError::CkMissing { .. }
             | AiterError::CkJit { .. } => ErrorKind::Toolchain,
             AiterError::UnsupportedArch { .. }
             | AiterError::ModuleKey(_)

@@ -258,6 +258,15 @@ pub(crate) fn prepare_module_in(
             )
         })?;
     recipe.extra_include.extend(third_party);
+    let ck_flags: Vec<String> = recipe
+        .flags_extra_cc
+        .iter()
+        .chain(&recipe.flags_extra_hip)
+        .cloned()
+        .collect();
+    if needs::ck_enabled(&ck_flags, env.var("ENABLE_CK")?.as_deref()) {
+        check_ck_present(spec, &paths, env)?;
+    }
     let generated = generate(spec, &recipe, env, ck_instances)?;
     let mut sources: Vec<PathBuf> = recipe.srcs.clone();
     for g in &generated {
@@ -290,6 +299,32 @@ pub(crate) fn prepare_module_in(
         meta: paths.meta.clone(),
         gen_dir: spec.gen_dir.to_path_buf(),
     })
+}
+
+/// Fails, naming the module, the directory and the submodule's commit, when the module is built
+/// with composable_kernel (`ENABLE_CK`, see `needs::ck_enabled`) and the tree has no CK: its
+/// generators and headers would fail one by one with Python's and the compiler's words.
+fn check_ck_present(spec: &AiterModuleSpec, paths: &AiterPaths, env: &Env) -> Result<()> {
+    let dir = PathBuf::from(paths.variable("CK_3RDPARTY_DIR", env)?.unwrap_or_default());
+    if dir.join("include/ck_tile").is_dir() {
+        return Ok(());
+    }
+    let pinned = git2::Repository::open(spec.root)
+        .ok()
+        .and_then(|repo| {
+            let tree = repo.head().ok()?.peel_to_tree().ok()?;
+            let entry = tree
+                .get_path(Path::new("3rdparty/composable_kernel"))
+                .ok()?;
+            Some(format!(" (the tree pins composable_kernel {})", entry.id()))
+        })
+        .unwrap_or_default();
+    Err(AiterError::CkMissing {
+        module: spec.module.name.clone(),
+        dir,
+        pinned,
+    }
+    .into())
 }
 
 /// Each source's own flags (`flags_extra_hip_per_source`), as AITER matches them: the pattern is
@@ -443,6 +478,7 @@ fn recipe_of(
         .cloned()
         .collect();
     let dirs = includes_of(spec.root, &[], &recipe);
+    let ck_enabled = needs::ck_enabled(&flags, env.var("ENABLE_CK")?.as_deref());
     let needs = needs::needs(
         &paths.meta,
         &spec.module.name,
@@ -450,6 +486,7 @@ fn recipe_of(
         &dirs,
         &flags,
         &recipe.blob_gen_cmd,
+        ck_enabled,
     )?;
     recipe.flags_extra_hip.extend(needs.defines);
     recipe.blob_gen_cmd.extend(needs.generators);

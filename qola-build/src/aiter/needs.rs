@@ -15,12 +15,33 @@
 //! * **The hsa subdirectories** the module embeds (unless the manifest names them): the
 //!   kernels of those generators.
 //!
+//! `FAV2_ON` is AITER's composable_kernel path: a module built without CK (`ENABLE_CK=0`, as
+//! `core.py` takes it: the recipe's `-DENABLE_CK=`, else the `ENABLE_CK` environment variable)
+//! does not get it turned on; its code uses the CK types the tree's headers declare only under
+//! `#if ENABLE_CK`.
+//!
 //! A tree whose listed sources ask for none of this (AITER 05a0d1f generates its API sources)
 //! keeps its recipe as it is, and the modules' known hsa subdirectories.
 
 use std::path::{Path, PathBuf};
 
 use crate::aiter::error::{AiterError, Result};
+
+/// The feature switches of AITER's composable_kernel code.
+const CK_SWITCHES: &[&str] = &["FAV2_ON"];
+
+/// Whether a module with the recipe's `flags` is built with composable_kernel, as `core.py`
+/// decides it: the last `-DENABLE_CK=` of the flags, else the environment's `ENABLE_CK` (an
+/// integer, 1 when unset).
+pub(crate) fn ck_enabled(flags: &[String], environment: Option<&str>) -> bool {
+    let value = flags
+        .iter()
+        .rev()
+        .find_map(|f| f.strip_prefix("-DENABLE_CK="))
+        .or(environment)
+        .unwrap_or("1");
+    value.trim().parse::<i64>().map_or(true, |v| v != 0)
+}
 
 /// What the sources ask of the recipe.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -98,6 +119,7 @@ pub(crate) fn needs(
     include_dirs: &[PathBuf],
     flags: &[String],
     generators: &[String],
+    ck_enabled: bool,
 ) -> Result<Needs> {
     // A config the recipe's own generators write: `hsa/<arch>/<kernels>/codegen.py` (AITER
     // 05a0d1f's per-kernel generators) or `hsa/codegen.py -m <kernels>`.
@@ -166,7 +188,7 @@ pub(crate) fn needs(
                 f.strip_prefix("-D")
                     .is_some_and(|d| d.split('=').next() == Some(&switch))
             });
-            if defined {
+            if defined || (!ck_enabled && CK_SWITCHES.contains(&switch.as_str())) {
                 continue;
             }
             if let Some(include) = missing
@@ -229,5 +251,38 @@ mod tests {
             Some("fmha_v3_bwd")
         );
         assert!(!is_switch("ENABLE_CK") && !is_switch("ONLY_FAV3"));
+    }
+
+    #[test]
+    fn a_module_built_without_ck_does_not_get_the_ck_switch() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("mha_fwd.cu");
+        std::fs::write(
+            &source,
+            "#if FAV3_ON\nvoid v3();\n#endif\n#if FAV2_ON\nvoid ck();\n#endif\n",
+        )
+        .unwrap();
+        let with = |flags: &[String], environment: Option<&str>| {
+            let ck = ck_enabled(flags, environment);
+            needs(
+                dir.path(),
+                "libmha_fwd",
+                &[source.clone()],
+                &[],
+                flags,
+                &[],
+                ck,
+            )
+            .unwrap()
+            .defines
+        };
+        assert_eq!(with(&[], None), ["-DFAV3_ON=1", "-DFAV2_ON=1"]);
+        assert_eq!(with(&["-DENABLE_CK=0".into()], None), ["-DFAV3_ON=1"]);
+        assert_eq!(with(&[], Some("0")), ["-DFAV3_ON=1"]);
+        // The recipe's own define wins over the environment's, as in core.py.
+        assert_eq!(
+            with(&["-DENABLE_CK=1".into()], Some("0")),
+            ["-DFAV3_ON=1", "-DFAV2_ON=1"]
+        );
     }
 }

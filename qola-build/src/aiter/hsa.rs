@@ -1,10 +1,18 @@
 //! Embedding AITER's hsa code objects into the library: every `.co` under
 //! `hsa/<arch>/<subdir>/` of every architecture built becomes an `alignas(4096)` byte array in a
-//! generated header, with a lookup from the running device's architecture and the path AITER
-//! loads it by (relative to `hsa/<arch>/`, as `AITER_ASM_DIR + hsaco` names it) to the bytes. Patch 0001 of qola's series makes AITER's loader call
-//! `aiter_embedded_hsa_find` first when `AITER_EMBEDDED_HSA` is defined, so the library needs no
-//! `AITER_ASM_DIR` at run time. The arrays are C++17 inline variables: every translation unit
-//! that includes the header shares one copy.
+//! generated header, so the library needs no `AITER_ASM_DIR` at run time. The arrays are C++17
+//! inline variables: every translation unit that includes the header shares one copy. Two forms,
+//! chosen by what the tree's loader reads ([`HsaForm::of`]):
+//!
+//! * **The tree's map** (AITER since 7a24cd87: `aiter_hip_common.h` includes
+//!   `AITER_EMBEDDED_HSA_HEADER` and looks code objects up in `AITER_EMBEDDED_HSA_MAP` by
+//!   `hsa/<arch>/<path>` when `AITER_ASM_DIR` is unset): `aiter_embedded_hsa_<module>.h`, QoLA's
+//!   form, defining that map (`std::unordered_map<std::string, std::string_view>`) and the macro,
+//!   given to the compile as `-DAITER_EMBEDDED_HSA_HEADER="aiter_embedded_hsa_<module>.h"`. The
+//!   name is AITER's module's (`libmha_fwd`), not the library's: a namespace changes no unit.
+//! * **qola's lookup** (AITER 05a0d1f, whose loader knows no embedding): `aiter_embedded_hsa.h`
+//!   with `aiter_embedded_hsa_find(path)` for the running device's architecture, which patch 0001
+//!   of qola's series makes AITER's loader call first when `AITER_EMBEDDED_HSA` is defined.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,12 +21,35 @@ use crate::aiter::error::Result;
 use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
 
+/// How the tree's loader finds embedded code objects (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HsaForm {
+    /// The tree reads `AITER_EMBEDDED_HSA_HEADER` and `AITER_EMBEDDED_HSA_MAP`.
+    TreeMap,
+    /// qola's `aiter_embedded_hsa_find`, under `AITER_EMBEDDED_HSA` (qola's patch 0001).
+    QolaLookup,
+}
+
+impl HsaForm {
+    /// The form the tree at `meta` (its `csrc/include/aiter_hip_common.h`) reads.
+    pub(crate) fn of(meta: &Path) -> HsaForm {
+        let common = meta.join("csrc/include/aiter_hip_common.h");
+        match std::fs::read_to_string(common) {
+            Ok(text) if text.contains("AITER_EMBEDDED_HSA_HEADER") => HsaForm::TreeMap,
+            _ => HsaForm::QolaLookup,
+        }
+    }
+}
+
 /// What [`embed_hsa`] wrote.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EmbeddedHsa {
-    /// The generated header (`aiter_embedded_hsa.h`).
+    /// The generated header (`aiter_embedded_hsa.h`, or `aiter_embedded_hsa_<md_name>.h`).
     pub header: PathBuf,
+    /// The define that makes the tree's loader use it (`AITER_EMBEDDED_HSA`, or
+    /// `AITER_EMBEDDED_HSA_HEADER` with the header's quoted name).
+    pub define: (String, Option<String>),
     /// Code objects embedded.
     pub blobs: usize,
     /// Code objects embedded per architecture, in the order given.
@@ -58,19 +89,23 @@ pub(crate) fn absent<'a>(root: &Path, archs: &[String], subdirs: &'a [String]) -
         .collect()
 }
 
-/// Writes `<out_dir>/aiter_embedded_hsa.h` for `hsa/<arch>/<subdir>` of each architecture and
-/// each of `subdirs`. The header is rewritten only when its content changes.
-pub fn embed_hsa(
+/// One code object to embed.
+struct Blob {
+    arch: String,
+    /// Its path under `hsa/<arch>/`.
+    rel: String,
+    data: Vec<u8>,
+}
+
+/// The code objects of `hsa/<arch>/<subdir>` for each architecture and each of `subdirs`,
+/// sorted per architecture, and how many each architecture has.
+fn collect(
     root: &Path,
     archs: &[String],
     subdirs: &[String],
-    out_dir: &Path,
-) -> Result<EmbeddedHsa> {
-    let mut text = String::new();
-    let mut table = String::new();
-    let mut bytes = 0u64;
+) -> Result<(Vec<Blob>, Vec<(String, usize)>)> {
+    let mut blobs = Vec::new();
     let mut per_arch = Vec::new();
-    let mut index = 0usize;
     for arch in archs {
         let base = root.join("hsa").join(arch);
         let mut files = Vec::new();
@@ -80,36 +115,65 @@ pub fn embed_hsa(
         files.sort();
         per_arch.push((arch.clone(), files.len()));
         for file in &files {
-            let data = std::fs::read(file).map_err(io_error("read", file))?;
-            bytes += data.len() as u64;
-            let rel = file
-                .strip_prefix(&base)
-                .unwrap_or(file)
-                .to_string_lossy()
-                .into_owned();
-            let _ = writeln!(
-                text,
-                "// {arch}/{rel}\nalignas(4096) inline const unsigned char qola_hsa_blob_{index}[{}] = {{",
-                data.len()
-            );
-            for chunk in data.chunks(24) {
-                text.push_str("    ");
-                for b in chunk {
-                    let _ = write!(text, "{b},");
-                }
-                text.push('\n');
-            }
-            text.push_str("};\n");
-            let _ = writeln!(
-                table,
-                "    {{\"{arch}\", \"{rel}\", qola_hsa_blob_{index}, {}}},",
-                data.len()
-            );
-            index += 1;
+            blobs.push(Blob {
+                arch: arch.clone(),
+                rel: file
+                    .strip_prefix(&base)
+                    .unwrap_or(file)
+                    .to_string_lossy()
+                    .into_owned(),
+                data: std::fs::read(file).map_err(io_error("read", file))?,
+            });
         }
     }
+    Ok((blobs, per_arch))
+}
+
+/// The C++ text of one byte array, `alignas(4096)` (a code object loads from an aligned
+/// address).
+fn byte_array(text: &mut String, name: &str, blob: &Blob) {
+    let _ = writeln!(
+        text,
+        "// {}/{}\nalignas(4096) inline const unsigned char {name}[{}] = {{",
+        blob.arch,
+        blob.rel,
+        blob.data.len()
+    );
+    for chunk in blob.data.chunks(24) {
+        text.push_str("    ");
+        for b in chunk {
+            let _ = write!(text, "{b},");
+        }
+        text.push('\n');
+    }
+    text.push_str("};\n");
+}
+
+/// Writes `<out_dir>/aiter_embedded_hsa.h` (qola's lookup, see the module docs) for
+/// `hsa/<arch>/<subdir>` of each architecture and each of `subdirs`. The header is rewritten
+/// only when its content changes.
+pub fn embed_hsa(
+    root: &Path,
+    archs: &[String],
+    subdirs: &[String],
+    out_dir: &Path,
+) -> Result<EmbeddedHsa> {
+    let (blobs, per_arch) = collect(root, archs, subdirs)?;
+    let mut text = String::new();
+    let mut table = String::new();
+    for (index, blob) in blobs.iter().enumerate() {
+        byte_array(&mut text, &format!("qola_hsa_blob_{index}"), blob);
+        let _ = writeln!(
+            table,
+            "    {{\"{}\", \"{}\", qola_hsa_blob_{index}, {}}},",
+            blob.arch,
+            blob.rel,
+            blob.data.len()
+        );
+    }
+    let bytes: u64 = blobs.iter().map(|b| b.data.len() as u64).sum();
     let header = format!(
-        "// Generated by qola: {index} hsa code objects ({bytes} bytes) from hsa/{{{}}}/{{{}}}.\n\
+        "// Generated by qola: {} hsa code objects ({bytes} bytes) from hsa/{{{}}}/{{{}}}.\n\
          #pragma once\n#include <stddef.h>\n#include <string.h>\n#include <hip/hip_runtime.h>\n\n{text}\n\
          struct qola_hsa_entry {{\n    const char* arch;\n    const char* path;\n    const unsigned char* data;\n    size_t size;\n}};\n\n\
          inline const qola_hsa_entry qola_hsa_entries[] = {{\n{table}    {{nullptr, nullptr, nullptr, 0}},\n}};\n\n\
@@ -133,6 +197,7 @@ pub fn embed_hsa(
          \x20       if (strcmp(e->arch, arch) == 0 && strcmp(e->path, hsaco) == 0) return e->data;\n\
          \x20   }}\n\
          \x20   return nullptr;\n}}\n",
+        blobs.len(),
         archs.join(","),
         subdirs.join(","),
     );
@@ -140,7 +205,60 @@ pub fn embed_hsa(
     write_if_changed(&path, header.as_bytes())?;
     Ok(EmbeddedHsa {
         header: path,
-        blobs: index,
+        define: ("AITER_EMBEDDED_HSA".to_string(), None),
+        blobs: blobs.len(),
+        per_arch,
+        bytes,
+    })
+}
+
+/// Writes `<out_dir>/aiter_embedded_hsa_<module>.h` (the tree's map, see the module docs) for
+/// `hsa/<arch>/<subdir>` of each architecture and each of `subdirs`: `AITER_EMBEDDED_HSA_MAP`
+/// is `::aiter_hsa::embedded_hsa_map`, keyed by `hsa/<arch>/<path>`. Rewritten only when its
+/// content changes.
+pub(crate) fn embed_hsa_map(
+    root: &Path,
+    archs: &[String],
+    subdirs: &[String],
+    out_dir: &Path,
+    module: &str,
+) -> Result<EmbeddedHsa> {
+    let (blobs, per_arch) = collect(root, archs, subdirs)?;
+    let mut text = String::new();
+    let mut map = String::new();
+    for (index, blob) in blobs.iter().enumerate() {
+        byte_array(&mut text, &format!("blob_{index}"), blob);
+        let _ = writeln!(
+            map,
+            "    {{\"hsa/{}/{}\", std::string_view(reinterpret_cast<const char*>(blob_{index}), {})}},",
+            blob.arch,
+            blob.rel,
+            blob.data.len()
+        );
+    }
+    let bytes: u64 = blobs.iter().map(|b| b.data.len() as u64).sum();
+    let name = format!("aiter_embedded_hsa_{module}.h");
+    let header = format!(
+        "// Generated by qola: {} hsa code objects ({bytes} bytes) from hsa/{{{}}}/{{{}}}, for\n\
+         // AITER's loader (AITER_EMBEDDED_HSA_HEADER, AITER_EMBEDDED_HSA_MAP).\n\
+         #pragma once\n#include <cstdint>\n#include <string>\n#include <string_view>\n#include <unordered_map>\n\n\
+         #define AITER_EMBEDDED_HSA_MAP ::aiter_hsa::embedded_hsa_map\n\n\
+         namespace aiter_hsa {{\n\n{text}\n\
+         inline const std::unordered_map<std::string, std::string_view> embedded_hsa_map = {{\n{map}}};\n\n\
+         }} // namespace aiter_hsa\n",
+        blobs.len(),
+        archs.join(","),
+        subdirs.join(","),
+    );
+    let path = out_dir.join(&name);
+    write_if_changed(&path, header.as_bytes())?;
+    Ok(EmbeddedHsa {
+        header: path,
+        define: (
+            "AITER_EMBEDDED_HSA_HEADER".to_string(),
+            Some(format!("\"{name}\"")),
+        ),
+        blobs: blobs.len(),
         per_arch,
         bytes,
     })
@@ -203,6 +321,83 @@ mod tests {
         assert_eq!(
             std::fs::metadata(&e.header).unwrap().modified().unwrap(),
             before
+        );
+    }
+
+    #[test]
+    fn the_trees_map_form_holds_every_code_object_under_the_key_aiter_looks_up() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let common = root.join("csrc/include/aiter_hip_common.h");
+        std::fs::create_dir_all(common.parent().unwrap()).unwrap();
+        std::fs::write(&common, "#include \"aiter_enum.h\"\n").unwrap();
+        assert_eq!(HsaForm::of(root), HsaForm::QolaLookup);
+        std::fs::write(
+            &common,
+            "#ifdef AITER_EMBEDDED_HSA_HEADER\n#include AITER_EMBEDDED_HSA_HEADER\n#endif\n",
+        )
+        .unwrap();
+        assert_eq!(HsaForm::of(root), HsaForm::TreeMap);
+        for (arch, file, bytes) in [
+            ("gfx950", "f4gemm/a.co", &b"\x7fELF-a"[..]),
+            ("gfx950", "f4gemm/sub/b.co", &b"b\0b"[..]),
+            ("gfx942", "f4gemm/a.co", &b"942"[..]),
+        ] {
+            let path = root.join("hsa").join(arch).join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let archs = ["gfx942".to_string(), "gfx950".to_string()];
+        let out = root.join("out");
+        let e = embed_hsa_map(root, &archs, &["f4gemm".to_string()], &out, "libgemm").unwrap();
+        assert_eq!(e.blobs, 3);
+        assert_eq!(
+            e.define,
+            (
+                "AITER_EMBEDDED_HSA_HEADER".to_string(),
+                Some("\"aiter_embedded_hsa_libgemm.h\"".to_string())
+            )
+        );
+        // AITER's lookup, compiled: AITER_EMBEDDED_HSA_MAP.find("hsa/" + arch + "/" + path).
+        let program = root.join("lookup.cpp");
+        std::fs::write(
+            &program,
+            r#"#include <cstdio>
+#include <string>
+#include AITER_EMBEDDED_HSA_HEADER
+int main() {
+    for (const char* key : {"hsa/gfx950/f4gemm/a.co", "hsa/gfx950/f4gemm/sub/b.co", "hsa/gfx942/f4gemm/a.co", "hsa/gfx90a/f4gemm/a.co"}) {
+        auto it = AITER_EMBEDDED_HSA_MAP.find(std::string(key));
+        if (it == AITER_EMBEDDED_HSA_MAP.end()) { std::printf("%s: none\n", key); continue; }
+        std::printf("%s: %zu %s aligned=%d\n", key, it->second.size(), std::string(it->second).c_str(),
+                    int(reinterpret_cast<std::uintptr_t>(it->second.data()) % 4096 == 0));
+    }
+}
+"#,
+        )
+        .unwrap();
+        let binary = root.join("lookup");
+        let built = std::process::Command::new("c++")
+            .args(["-std=c++17", "-I"])
+            .arg(&out)
+            .arg(format!(
+                "-DAITER_EMBEDDED_HSA_HEADER={}",
+                e.define.1.as_ref().unwrap()
+            ))
+            .arg(&program)
+            .arg("-o")
+            .arg(&binary)
+            .output()
+            .unwrap();
+        assert!(
+            built.status.success(),
+            "{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let run = std::process::Command::new(&binary).output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&run.stdout),
+            "hsa/gfx950/f4gemm/a.co: 8 \x7fELF-a aligned=1\nhsa/gfx950/f4gemm/sub/b.co: 3 b aligned=1\nhsa/gfx942/f4gemm/a.co: 3 942 aligned=1\nhsa/gfx90a/f4gemm/a.co: none\n"
         );
     }
 }

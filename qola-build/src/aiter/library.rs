@@ -14,7 +14,7 @@ use crate::aiter::api_generation::{
 };
 use crate::aiter::codegen::CkInstances;
 use crate::aiter::error::Result;
-use crate::aiter::hsa::{EmbeddedHsa, embed_hsa};
+use crate::aiter::hsa::{EmbeddedHsa, HsaForm, embed_hsa, embed_hsa_map};
 use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module_in};
 use crate::aiter::recipe::AiterPaths;
 use crate::aiter::registry::{self, Context, Registry};
@@ -119,11 +119,21 @@ pub(crate) fn library_in(
             }
         }
     }
-    let hsa = embed_hsa(&module.meta, spec.archs, &subdirs, &work.join("hsa"))?;
+    let hsa_dir = work.join("hsa");
+    let hsa = match HsaForm::of(&module.meta) {
+        HsaForm::TreeMap => embed_hsa_map(
+            &module.meta,
+            spec.archs,
+            &subdirs,
+            &hsa_dir,
+            &module.recipe.name,
+        )?,
+        HsaForm::QolaLookup => embed_hsa(&module.meta, spec.archs, &subdirs, &hsa_dir)?,
+    };
     let mut build = module.hip_build();
     build
-        .include(work.join("hsa"))
-        .define("AITER_EMBEDDED_HSA", None);
+        .include(&hsa_dir)
+        .define(&hsa.define.0, hsa.define.1.as_deref());
     for arch in spec.archs {
         build.arch(arch);
     }

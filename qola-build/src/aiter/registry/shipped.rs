@@ -64,6 +64,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../cpp_api/gemm/qola_gemm_a4w4.h"),
     ),
     (
+        "gemm/qola_gemm_a4w4_c.h",
+        include_str!("../../../cpp_api/gemm/qola_gemm_a4w4_c.h"),
+    ),
+    (
         "gemm/qola_gemm_a4w4_blockscale.h",
         include_str!("../../../cpp_api/gemm/qola_gemm_a4w4_blockscale.h"),
     ),

@@ -397,7 +397,7 @@ int main() {
         let run = std::process::Command::new(&binary).output().unwrap();
         assert_eq!(
             String::from_utf8_lossy(&run.stdout),
-            "hsa/gfx950/f4gemm/a.co: 8 \x7fELF-a aligned=1\nhsa/gfx950/f4gemm/sub/b.co: 3 b aligned=1\nhsa/gfx942/f4gemm/a.co: 3 942 aligned=1\nhsa/gfx90a/f4gemm/a.co: none\n"
+            "hsa/gfx950/f4gemm/a.co: 6 \x7fELF-a aligned=1\nhsa/gfx950/f4gemm/sub/b.co: 3 b aligned=1\nhsa/gfx942/f4gemm/a.co: 3 942 aligned=1\nhsa/gfx90a/f4gemm/a.co: none\n"
         );
     }
 }

@@ -890,9 +890,49 @@ int main() {
 }
 "#;
 
+/// A C++ caller written as TE's newest `aiter_a4w4_gemm.cpp` calls qola's C interface (TE
+/// #663): `qola_gemm_a4w4.h` alone (no AITER header on its path), `qola_tensor_t` descriptors,
+/// `QOLA_C(...)` calls returning a status with the reason in a buffer (here cut to 8 bytes).
+const TE_GEMM_C_CALLER: &str = r#"#include <cstdio>
+#include "qola_gemm_a4w4.h"
+
+static qola_tensor_t tensor(int64_t rows, int64_t cols, int32_t dtype) {
+  qola_tensor_t t{};
+  t.ndim = 2;
+  t.dtype = dtype;
+  t.shape[0] = rows;
+  t.shape[1] = cols;
+  t.strides[0] = cols;
+  t.strides[1] = 1;
+  return t;
+}
+
+int main() {
+  std::printf("qola_tensor_t %zu\n", sizeof(qola_tensor_t));
+  qola_tensor_t x = tensor(32, 64, QOLA_DTYPE_FP4X2), w = tensor(64, 64, QOLA_DTYPE_FP4X2);
+  qola_tensor_t xs = tensor(32, 4, QOLA_DTYPE_E8M0), ws = tensor(64, 4, QOLA_DTYPE_E8M0);
+  qola_tensor_t y = tensor(32, 64, QOLA_DTYPE_FP16), f32 = tensor(32, 64, QOLA_DTYPE_FP32);
+  char err[512] = {};
+  int rc = QOLA_C(gemm_a4w4_blockscale)(&x, &w, &xs, &ws, &y, 0, "no_such_instance", nullptr, err, sizeof(err));
+  std::printf("blockscale %d: %s\n", rc, err);
+  rc = QOLA_C(gemm_a4w4_asm)(&x, &w, &xs, &ws, &f32, nullptr, "", 1.0f, 0.0f, 1, -1, nullptr, err, sizeof(err));
+  std::printf("asm %d: %s\n", rc, err);
+  rc = QOLA_C(gemm_a4w4_blockscale)(&x, nullptr, &xs, &ws, &y, 0, nullptr, nullptr, err, sizeof(err));
+  std::printf("null %d: %s\n", rc, err);
+  qola_tensor_t bad = x;
+  bad.dtype = 9;
+  rc = QOLA_C(gemm_a4w4_asm)(&bad, &w, &xs, &ws, &y, nullptr, nullptr, 1.0f, 0.0f, 1, -1, nullptr, err, sizeof(err));
+  std::printf("dtype %d: %s\n", rc, err);
+  char small[8];
+  rc = QOLA_C(gemm_a4w4_asm)(nullptr, &w, &xs, &ws, &y, nullptr, nullptr, 1.0f, 0.0f, 1, -1, nullptr, small, sizeof(small));
+  std::printf("cut %d: %s\n", rc, small);
+  return 0;
+}
+"#;
+
 /// TE's FP4 GEMM (issue 35): both a4w4 modules build for gfx950 with QoLA's layout, export only
-/// `qola::te::`, link into a TE-shaped C++ caller that runs (no GPU: the kernels' own checks
-/// answer); a second build compiles nothing; the same tree elsewhere (`--skip-checkout`, as TE's
+/// `qola::te::` and `qola_te_*`, link into TE-shaped callers of the C++ API and of the C
+/// interface (issue 44) that run (no GPU: the kernels' own checks answer); a second build compiles nothing; the same tree elsewhere (`--skip-checkout`, as TE's
 /// CMake runs it) reuses every unit, and an edit of one instance's generator input recompiles
 /// that instance alone; `qola plan` shows the units and the hsa code objects.
 #[test]
@@ -909,15 +949,23 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
     );
     let blockscale = out.join("lib/te_libgemm_a4w4_blockscale.so");
     let asm = out.join("lib/te_libgemm_a4w4_asm.so");
+    let sorted = |mut names: Vec<String>| {
+        names.sort();
+        names
+    };
     assert_eq!(
-        exported(&blockscale),
+        sorted(exported(&blockscale)),
         [
-            "_ZN4qola2te20gemm_a4w4_blockscaleER14aiter_tensor_tS2_S2_S2_S2_iP12ihipStream_tNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+            "_ZN4qola2te20gemm_a4w4_blockscaleER14aiter_tensor_tS2_S2_S2_S2_iP12ihipStream_tNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+            "qola_te_gemm_a4w4_blockscale",
         ],
     );
     assert_eq!(
-        exported(&asm),
-        ["_ZN4qola2te13gemm_a4w4_asmEP14aiter_tensor_tS2_S2_S2_S2_PKcS2_ffiiP12ihipStream_t"],
+        sorted(exported(&asm)),
+        [
+            "_ZN4qola2te13gemm_a4w4_asmEP14aiter_tensor_tS2_S2_S2_S2_PKcS2_ffiiP12ihipStream_t",
+            "qola_te_gemm_a4w4_asm",
+        ],
     );
     for header in [
         "qola_gemm_a4w4.h",
@@ -959,6 +1007,36 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
     assert_eq!(
         String::from_utf8_lossy(&run.stdout),
         "blockscale: gemm_a4w4_blockscale: kernel 'no_such_instance' is not among the instances this library was generated with\nasm: gemm_a4w4_asm only support BFloat16 output now!\n",
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    // TE's newest caller (its C interface, TE #663): only qola's include directory, C types,
+    // a status and an error buffer; the same refusals, as statuses and messages.
+    let (source, program) = (
+        tmp.path().join("te_gemm_c.cpp"),
+        tmp.path().join("te_gemm_c"),
+    );
+    std::fs::write(&source, TE_GEMM_C_CALLER).unwrap();
+    qola_tests::run_ok(
+        Command::new(&hipcc)
+            .arg(&source)
+            .arg("-I")
+            .arg(out.join("include"))
+            .arg("-L")
+            .arg(&lib)
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .args([
+                "-l:te_libgemm_a4w4_blockscale.so",
+                "-l:te_libgemm_a4w4_asm.so",
+            ])
+            .arg("-o")
+            .arg(&program),
+    );
+    let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "qola_tensor_t 152\nblockscale 1: gemm_a4w4_blockscale: kernel 'no_such_instance' is not among the instances this library was generated with\nasm 1: gemm_a4w4_asm only support BFloat16 output now!\nnull 1: null tensor descriptor: WQ\ndtype 1: XQ: unknown dtype 9 (a qola_dtype_t is 0 to 6)\ncut 1: null te\n",
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );

@@ -21,7 +21,7 @@
 //! drop_srcs = ["mha_fwd_split.cu"]          # by file name
 //! drop_directions = ["fwd_splitkv"]         # generators whose `-d` is one of these
 //! hsa_subdirs = ["fmha_v3_fwd"]  # absent: qola's defaults for the module
-//! md_name = "libmha_fwd"
+//! md_name = "'libmha_fwd'"       # the library's name: a Python string, as QoLA evaluates it
 //! flags_extra_hip = ["'-DFOO=1'"]  # any optCompilerConfig field, an expression as there
 //!
 //! [[mha_fwd_variants]]           # narrows CK's forward instances ([[mha_variants]]: QoLA's older

@@ -349,7 +349,22 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
         m.hsa_subdirs = r.strings(v, key("hsa_subdirs"));
     }
     if let Some(v) = t.get("md_name") {
-        m.md_name = r.string(v, key("md_name"));
+        // A Python expression, as QoLA evaluates every key of an entry that is not its own
+        // (and as AITER's optCompilerConfig writes it): a string literal, `"'libgemm_x'"`.
+        m.md_name = r.string(v, key("md_name")).and_then(|text| match python_string(&text) {
+            Some(name) => Some(name),
+            None => {
+                r.problem(
+                    v.span().start,
+                    key("md_name"),
+                    format!(
+                        "{text:?} is not a Python string literal: md_name is evaluated as a Python expression (QoLA evaluates it so, as AITER's optCompilerConfig.json entries); write the name with its quotes, md_name = \"'{}'\"",
+                        text.trim().trim_matches(['\'', '"'])
+                    ),
+                );
+                None
+            }
+        });
         if let Some(name) = &m.md_name
             && (name.is_empty() || name.contains(['/', '\0']))
         {
@@ -425,4 +440,27 @@ fn toml_text(text: &str, v: &Value) -> String {
         .unwrap_or_default()
         .trim()
         .to_string()
+}
+
+/// The value of `text` when it is one Python string literal (`'x'`, `"x"`, or an f-string with
+/// no fields), as QoLA's `eval` gives it; `None` for any other expression.
+fn python_string(text: &str) -> Option<String> {
+    let text = text.trim();
+    let (body, fstring) = match text.strip_prefix(['f', 'F']) {
+        Some(rest) => (rest, true),
+        None => (text, false),
+    };
+    let quote = body.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let inner = body.strip_prefix(quote)?.strip_suffix(quote)?;
+    let mut out = String::new();
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push(chars.next()?),
+            c if c == quote => return None,
+            '{' | '}' if fstring => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }

@@ -84,9 +84,30 @@ fn every_mistake_of_a_manifest_is_reported_at_once() {
 }
 
 #[test]
+fn md_name_is_a_python_string_as_qola_evaluates_it_and_a_bare_name_is_an_error() {
+    let m = parse(
+        "[[modules]]\nname = \"module_gemm_a4w4_asm\"\nmd_name = \"'libgemm_a4w4_asm'\"\n[[modules]]\nname = \"y\"\nmd_name = 'f\"liby\"'\n",
+    )
+    .unwrap();
+    assert_eq!(m.modules[0].md_name(), "libgemm_a4w4_asm");
+    assert_eq!(m.modules[1].md_name(), "liby");
+    let p = problems("[[modules]]\nname = \"x\"\nmd_name = \"libx\"\n");
+    assert_eq!((p[0].line, p[0].key.as_str()), (3, "[[modules]] md_name"));
+    assert!(
+        p[0].message.contains("md_name = \"'libx'\""),
+        "{}",
+        p[0].message
+    );
+    for not_one in ["'a' + 'b'", "f'{AITER_ROOT_DIR}'", "'a'b'"] {
+        let text = format!("[[modules]]\nname = \"x\"\nmd_name = \"{not_one}\"\n");
+        assert_eq!(problems(&text).len(), 1, "{not_one}");
+    }
+}
+
+#[test]
 fn two_modules_building_one_library_are_an_error() {
     let p = problems(
-        "[[modules]]\nname = \"libmha_fwd\"\n[[modules]]\nname = \"x\"\nmd_name = \"libmha_fwd\"\n",
+        "[[modules]]\nname = \"libmha_fwd\"\n[[modules]]\nname = \"x\"\nmd_name = \"'libmha_fwd'\"\n",
     );
     assert_eq!((p[0].line, p[0].key.as_str()), (3, "[[modules]] md_name"));
     assert!(p[0].message.contains("line 1"), "{}", p[0].message);

@@ -90,24 +90,6 @@ fn compiled(out: &Output) -> Vec<String> {
         .collect()
 }
 
-/// The defined global symbols of a shared library's dynamic table.
-fn exported(library: &Path) -> Vec<String> {
-    let out = Command::new("readelf")
-        .args(["-W", "--dyn-syms"])
-        .arg(library)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "readelf {}", library.display());
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 8 && (f[4] == "GLOBAL" || f[4] == "WEAK") && f[6] != "UND")
-                .then(|| f[7].to_string())
-        })
-        .collect()
-}
-
 /// What a test on the real tree with the sid toolchain starts from: the tree, the toolchain, a
 /// temporary directory, and its output directory `qola-build-out/<name>` in the fixtures,
 /// emptied. `None` (the test skips) without the wheel or the toolchain, outside CI.
@@ -158,10 +140,10 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     assert!(record["generated_at"].as_str().unwrap().ends_with('Z'));
 
     // Only qola::te:: is exported: AITER's default-visibility API is hidden.
-    let symbols = exported(&library);
+    let symbols = common::exported(&library);
     assert_eq!(symbols.len(), 1, "{symbols:?}");
     assert!(symbols[0].starts_with("_ZN4qola2te7mha_fwd"), "{symbols:?}");
-    let backward = exported(&out.join("lib/te_libmha_bwd.so"));
+    let backward = common::exported(&out.join("lib/te_libmha_bwd.so"));
     assert_eq!(backward.len(), 2, "{backward:?}");
     for api in ["_ZN4qola2te7mha_bwd", "_ZN4qola2te22mha_bwd_workspace_size"] {
         assert!(
@@ -255,7 +237,7 @@ fn a_new_namespace_recompiles_only_the_api_wrapper_and_both_libraries_load_in_on
     );
     let te = out.join(format!("lib/{first_lib}.so"));
     let other = out.join(format!("lib/{second_lib}.so"));
-    let (te_symbol, other_symbol) = (exported(&te), exported(&other));
+    let (te_symbol, other_symbol) = (common::exported(&te), common::exported(&other));
     assert_eq!(te_symbol.len(), 1, "{te_symbol:?}");
     assert_eq!(other_symbol.len(), 1, "{other_symbol:?}");
     assert_eq!(
@@ -733,7 +715,7 @@ fn a_module_added_by_a_registry_entry_alone_builds_with_its_api() {
     let tree = mtimes(&fixtures_dir().join("aiter-narrow/csrc"));
     let library = out.join("lib/te_module_gemm_a16w16_asm.so");
     assert_eq!(
-        exported(&library),
+        common::exported(&library),
         ["_ZN4qola2te21bf16gemm_config_countEv"],
         "{}",
         stderr(&run)
@@ -954,14 +936,14 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
         names
     };
     assert_eq!(
-        sorted(exported(&blockscale)),
+        sorted(common::exported(&blockscale)),
         [
             "_ZN4qola2te20gemm_a4w4_blockscaleER14aiter_tensor_tS2_S2_S2_S2_iP12ihipStream_tNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
             "qola_te_gemm_a4w4_blockscale",
         ],
     );
     assert_eq!(
-        sorted(exported(&asm)),
+        sorted(common::exported(&asm)),
         [
             "_ZN4qola2te13gemm_a4w4_asmEP14aiter_tensor_tS2_S2_S2_S2_PKcS2_ffiiP12ihipStream_t",
             "qola_te_gemm_a4w4_asm",

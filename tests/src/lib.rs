@@ -200,6 +200,35 @@ pub fn sid_hipcc() -> Option<PathBuf> {
     found
 }
 
+/// Debian experimental's HIP 7.2 toolchain (`tools/sid-hipcc-setup --rocm7`, for AITERs that need
+/// ROCm 7): `QOLA_ROCM7_HIPCC`, else `target/qola-fixtures/rocm7-hipcc`. Optional everywhere
+/// (CI reaches no AITER that needs it): `None` says so.
+pub fn rocm7_hipcc() -> Option<PathBuf> {
+    let found = std::env::var_os("QOLA_ROCM7_HIPCC")
+        .map(PathBuf::from)
+        .or_else(|| Some(fixtures_dir().join("rocm7-hipcc")))
+        .filter(|p| p.is_file());
+    if found.is_none() {
+        eprintln!("skipping: no ROCm 7 toolchain; run tools/sid-hipcc-setup --rocm7");
+    }
+    found
+}
+
+/// The AITER checkout at `commit` (a short SHA as the variable names it) that
+/// `QOLA_TEST_AITER_<commit>` names, for tests at pins CI cannot fetch; `None` (the test says it
+/// skipped) when unset.
+pub fn aiter_at(commit: &str) -> Option<PathBuf> {
+    let name = format!("QOLA_TEST_AITER_{commit}");
+    match std::env::var_os(&name).map(PathBuf::from) {
+        Some(dir) if dir.join("aiter/jit/core.py").is_file() => Some(dir),
+        Some(dir) => panic!("{name}={} is not an AITER checkout", dir.display()),
+        None => {
+            eprintln!("skipped: set {name} to an AITER checkout at {commit} to run this");
+            None
+        }
+    }
+}
+
 /// A ROCm directory around the sid toolchain's `hipcc` (the wrapper): `bin/hipcc`, and the sid
 /// root's `lib`, `share`, the device libraries (`amdgcn`) and ROCm's own headers (`include/hip`,
 /// `hsa`, `amd_comgr`: not the whole `/usr/include`, which as `-isystem` would shadow the C
@@ -258,10 +287,16 @@ pub fn in_sid_root(hipcc: &Path, program: &Path, binds: &[&Path]) -> std::proces
 
 /// The command [`in_sid_root`] runs, for callers that add arguments.
 pub fn sid_root_command(hipcc: &Path, program: &Path, binds: &[&Path]) -> Command {
+    // The wrapper `<name>-hipcc` runs in `<name>-root` (sid, rocm7).
+    let name = hipcc
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix("-hipcc"))
+        .unwrap_or("sid");
     let sid_root = hipcc
         .parent()
         .expect("the wrapper's directory")
-        .join("sid-root");
+        .join(format!("{name}-root"));
     let mut command = Command::new("bwrap");
     command
         .arg("--bind")

@@ -3,10 +3,10 @@
  * C++ exceptions. The blockscale GEMM is in libgemm_a4w4_blockscale (composable_kernel's MX
  * instances), the asm GEMM in libgemm_a4w4_asm (the f4gemm code objects); both gfx950.
  *
- * Every function returns 0 on success and non-zero on failure: 1 for what qola refuses (a null
- * descriptor, a dtype or rank it does not know) and for an error AITER raised, or the asm
- * kernel's own non-zero status; the reason is written, NUL-terminated and cut to fit, into
- * err_buf when err_buf is not NULL and err_buf_size is not 0.
+ * Every function returns 0 on success and 1 on failure: what qola refuses (a null descriptor, a
+ * dtype or rank it does not know) and every error AITER raises or reports; the reason is
+ * written, NUL-terminated and cut to fit, into err_buf when err_buf is not NULL and
+ * err_buf_size is not 0.
  *
  * With a namespace `te` the functions are qola_te_gemm_a4w4_blockscale and
  * qola_te_gemm_a4w4_asm (QOLA_C). A C++ caller that also has the prepared tree's csrc/include

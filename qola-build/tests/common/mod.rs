@@ -333,3 +333,21 @@ pub fn traced_jobs(out: &Path, library: &str) -> Vec<String> {
     jobs.sort();
     jobs
 }
+
+/// The dynamic symbols a library defines (`readelf --dyn-syms`: global or weak, not undefined).
+pub fn exported(library: &Path) -> Vec<String> {
+    let out = std::process::Command::new("readelf")
+        .args(["-W", "--dyn-syms"])
+        .arg(library)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "readelf {}", library.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 8 && (f[4] == "GLOBAL" || f[4] == "WEAK") && f[6] != "UND")
+                .then(|| f[7].to_string())
+        })
+        .collect()
+}

@@ -1,0 +1,353 @@
+//! qola at the AITER commits TransformerEngine pins beyond qola's own (issue 44): the compile
+//! flags are the tree's own `core.py`'s at each, and today's pin (ab550455) builds the modules
+//! that need no composable_kernel. CI reaches none of these trees: each test runs for the pins
+//! whose checkout `QOLA_TEST_AITER_<pin>` names, and says which it skipped.
+
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use qola_tests::fixtures_dir;
+
+/// The pins: qola's own, TE's older ones, today's (and its sibling after TE #709), the gfx1250
+/// manifest's.
+const PINS: &[&str] = &[
+    "05a0d1f", "7a24cd87", "d32b0cb", "ab550455", "a50a62a", "0403bcdf",
+];
+
+/// Runs the tree's own `build_module` (its `core.py` imported as AITER imports it) up to its
+/// `_jit_compile` call and prints the two flag lists that call gets. What runs elsewhere is
+/// replaced as qola replaces it: the compiler (`executable_path`, `get_hip_version`), the flag
+/// checker (qola probes the `-mllvm` flags itself), the job count, the code generators.
+const CORE_PY_RUNNER: &str = r#"
+import importlib.util, inspect, json, os, sys, tempfile
+tree, hipcc, hip_version, md, arch = sys.argv[1:6]
+os.environ["AITER_JIT_DIR"] = tempfile.mkdtemp()
+os.environ["GPU_ARCHS"] = arch
+spec = importlib.util.spec_from_file_location("aiter_core", os.path.join(tree, "aiter/jit/core.py"))
+core = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(core)
+core.executable_path = lambda name: hipcc
+core.get_hip_version = lambda: "HIP version: " + hip_version
+core.hip_flag_checker = lambda flag: True
+core.check_and_set_ninja_worker = lambda: None
+got = {}
+class Captured(Exception):
+    pass
+def capture(*args, **kwargs):
+    got["flags_cc"] = list(kwargs["extra_cflags"])
+    got["flags_hip"] = [f for f in kwargs["extra_cuda_cflags"] if not f.startswith("--offload-arch=")]
+    raise Captured()
+core._jit_compile = capture
+entry = core.get_args_of_build(md)
+entry["blob_gen_cmd"] = ""
+entry["torch_exclude"] = True
+params = inspect.signature(core.build_module).parameters
+try:
+    core.build_module(md, **{k: v for k, v in entry.items() if k in params and k != "md_name"})
+except BaseException:  # AITER's build reports the failure in its own words (SystemExit, its own error)
+    if not got:
+        raise
+print(json.dumps(got))
+"#;
+
+/// `HIP version:` of `hipcc --version`.
+fn hip_version(hipcc: &Path) -> String {
+    let out = Command::new(hipcc).arg("--version").output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("HIP version:"))
+        .expect("hipcc says its HIP version")
+        .trim()
+        .to_string()
+}
+
+/// `qola <verb>` on `tree` as it is (QOLA_SKIP_PREPARE), with `hipcc`, composable_kernel from
+/// `ck` when given (CK_DIR), qola's cache in the fixtures.
+fn qola(verb: &str, hipcc: &Path, manifest: &Path, tree: &Path, out: &Path) -> Command {
+    let mut command = common::qola_command(&["GPU_ARCHS", "CK_DIR", "ENABLE_CK"]);
+    command
+        .arg(verb)
+        .arg("-m")
+        .arg(manifest)
+        .arg("-a")
+        .arg(tree)
+        .arg("-o")
+        .arg(out)
+        .env("QOLA_SKIP_PREPARE", "1")
+        .env("HIPCC", hipcc)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"));
+    command
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The wheel's composable_kernel, a stand-in for the pins' own (in no reachable snapshot): the
+/// flags do not depend on CK's content, only on whether there is one.
+fn stand_in_ck() -> Option<PathBuf> {
+    let ck = fixtures_dir().join("aiter-narrow/3rdparty/composable_kernel");
+    let found = ck.join("include/ck_tile").is_dir();
+    if !found {
+        eprintln!("skipped: no prepared wheel tree in the fixtures (run the real-tree tests once)");
+    }
+    found.then_some(ck)
+}
+
+/// At every pin given, `qola plan`'s flags for the asm FP4 GEMM (a module every pin has) are the
+/// lists the tree's own `core.py` hands `_jit_compile`, and the unit's command carries each of
+/// them (the `-mllvm` ones the compiler does not know excepted, as AITER's checker drops them).
+#[test]
+fn qolas_flags_are_the_trees_own_core_pys_at_every_pin() {
+    let pins: Vec<(&str, PathBuf)> = PINS
+        .iter()
+        .filter_map(|pin| qola_tests::aiter_at(pin).map(|dir| (*pin, dir)))
+        .collect();
+    if pins.is_empty() {
+        return;
+    }
+    let (Some(hipcc), Some(ck)) = (qola_tests::rocm7_hipcc(), stand_in_ck()) else {
+        return;
+    };
+    let version = hip_version(&hipcc);
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("gemm.toml");
+    std::fs::write(
+        &manifest,
+        "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [\"gfx950\"]\n\n[[modules]]\nname = \"module_gemm_a4w4_asm\"\nmd_name = \"'libgemm_a4w4_asm'\"\nmode = \"cpp_itfs\"\n",
+    )
+    .unwrap();
+    for (pin, tree) in pins {
+        let out = tmp.path().join(pin);
+        let plan = qola("plan", &hipcc, &manifest, &tree, &out)
+            .arg("--json")
+            .env("CK_DIR", &ck)
+            .output()
+            .unwrap();
+        assert!(plan.status.success(), "{pin}: {}", text(&plan));
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        let module = &plan["modules"][0];
+        let strings = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_string())
+                .collect()
+        };
+        let ours_cc = strings(&module["core_flags"]["flags_cc"]);
+        let ours_hip = strings(&module["core_flags"]["flags_hip"]);
+        let dropped = strings(&module["dropped_flags"]);
+
+        let core = Command::new("python3")
+            .args(["-c", CORE_PY_RUNNER])
+            .arg(&tree)
+            .arg(&hipcc)
+            .arg(&version)
+            .args(["module_gemm_a4w4_asm", "gfx950"])
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("CK_DIR", &ck)
+            .env_remove("ENABLE_CK")
+            .output()
+            .unwrap();
+        assert!(core.status.success(), "{pin}: {}", text(&core));
+        let core: serde_json::Value = serde_json::from_slice(&core.stdout).unwrap();
+        let (core_cc, core_hip) = (strings(&core["flags_cc"]), strings(&core["flags_hip"]));
+        assert_eq!(ours_cc, core_cc, "{pin}: flags_cc");
+        assert_eq!(ours_hip, core_hip, "{pin}: flags_hip");
+
+        // What the unit compiles with.
+        let unit = module["compile"]["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["source"].as_str().unwrap().ends_with("asm_gemm_a4w4.cu"))
+            .unwrap_or_else(|| panic!("{pin}: no unit of asm_gemm_a4w4.cu"));
+        let command = format!(" {} ", strings(&unit["command"]).join(" "));
+        for flag in core_cc.iter().chain(&core_hip) {
+            if dropped.contains(flag) {
+                continue;
+            }
+            assert!(
+                command.contains(&format!(" {flag} ")),
+                "{pin}: {flag} in {command}"
+            );
+        }
+        println!(
+            "{pin}: equal: flags_cc {} | flags_hip {} | dropped by the compiler's probe: {}",
+            core_cc.join(" "),
+            core_hip.join(" "),
+            if dropped.is_empty() {
+                "none".to_string()
+            } else {
+                dropped.join(", ")
+            }
+        );
+    }
+}
+
+/// TE's asm FP4 GEMM caller of qola's C interface, for a library built without CK (only its
+/// refusals run without a GPU).
+const C_CALLER: &str = r#"#include <cstdio>
+#include "qola_gemm_a4w4.h"
+int main() {
+  qola_tensor_t t{};
+  t.ndim = 2; t.dtype = QOLA_DTYPE_FP4X2; t.shape[0] = 32; t.shape[1] = 64; t.strides[0] = 64; t.strides[1] = 1;
+  qola_tensor_t out = t;
+  out.dtype = QOLA_DTYPE_FP32;
+  char err[256] = {};
+  int rc = QOLA_C(gemm_a4w4_asm)(&t, &t, &t, &t, &out, nullptr, "", 1.0f, 0.0f, 1, -1, nullptr, err, sizeof(err));
+  std::printf("asm %d: %s\n", rc, err);
+}
+"#;
+
+/// At today's pin (ab550455, and its sibling a50a62a), with ROCm 7 and the tree's CK absent:
+/// the attention modules built as the gfx1250 manifest builds them (`ENABLE_CK=0`, AITER's asm
+/// v3 kernels) and the asm FP4 GEMM compile, link, embed their code objects in the tree's map
+/// form and export qola's API alone; TE's C caller links the GEMM and runs to its refusal; the
+/// CK modules of TE's manifest fail naming the missing composable_kernel before any compile;
+/// the sid toolchain (HIP 6.4) is refused naming the ROCm the tree needs.
+#[test]
+fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
+    for pin in ["ab550455", "a50a62a"] {
+        let Some(tree) = qola_tests::aiter_at(pin) else {
+            continue;
+        };
+        let Some(hipcc) = qola_tests::rocm7_hipcc() else {
+            return;
+        };
+        if tree.join("3rdparty/composable_kernel/include").is_dir() {
+            eprintln!(
+                "skipped {pin}: its checkout has composable_kernel; this test is for one without"
+            );
+            continue;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let ck_free = tmp.path().join("ck_free.toml");
+        std::fs::write(
+            &ck_free,
+            "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [\"gfx950\", \"gfx942\"]\n\n\
+             [[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\ndrop_srcs = [\"mha_fwd_split.cu\", \"mha_fwd_batch_prefill.cu\"]\ndrop_directions = [\"fwd\", \"fwd_splitkv\", \"batch_prefill\"]\nflags_extra_cc = [\"'-DFAV3_ON=1'\", \"'-DENABLE_CK=0'\"]\n\n\
+             [[modules]]\nname = \"libmha_bwd\"\nmode = \"cpp_itfs\"\ndrop_directions = [\"bwd\"]\nflags_extra_cc = [\"'-DONLY_FAV3=1'\", \"'-DENABLE_CK=0'\"]\n\n\
+             [[modules]]\nname = \"module_gemm_a4w4_asm\"\nmd_name = \"'libgemm_a4w4_asm'\"\nmode = \"cpp_itfs\"\nflags_extra_cc = [\"'-DENABLE_CK=0'\"]\n",
+        )
+        .unwrap();
+        let out = tmp.path().join("out");
+        // The GEMM's kernels are gfx950's only: every module for gfx950.
+        let build = qola("build", &hipcc, &ck_free, &tree, &out)
+            .args(["--arch", "gfx950"])
+            .output()
+            .unwrap();
+        let said = text(&build);
+        assert!(build.status.success(), "{pin}: {said}");
+        for (lib, kernels) in [
+            ("te_libmha_fwd.so", "hsa/gfx950/fmha_v3_fwd/"),
+            ("te_libmha_bwd.so", "hsa/gfx950/fmha_v3_bwd/"),
+            ("te_libgemm_a4w4_asm.so", "hsa/gfx950/f4gemm/"),
+        ] {
+            let path = out.join("lib").join(lib);
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{pin}: {lib}: {e}"));
+            let keys = bytes
+                .windows(kernels.len())
+                .filter(|w| *w == kernels.as_bytes())
+                .count();
+            assert!(keys > 0, "{pin}: {lib} embeds no {kernels}*");
+            let exported = common::exported(&path);
+            assert!(
+                exported
+                    .iter()
+                    .all(|s| s.starts_with("qola_te_") || s.starts_with("_ZN4qola2te")),
+                "{pin}: {lib} exports {exported:?}"
+            );
+            println!(
+                "{pin}: {lib}: {} code-object keys of {kernels}, exports {exported:?}",
+                keys
+            );
+        }
+
+        // TE's C caller links the GEMM library and runs (in the ROCm 7 root) to its refusal.
+        let (source, program) = (tmp.path().join("c.cpp"), tmp.path().join("c"));
+        std::fs::write(&source, C_CALLER).unwrap();
+        let lib = out.join("lib");
+        qola_tests::run_ok(
+            Command::new(&hipcc)
+                .arg(&source)
+                .arg("-I")
+                .arg(out.join("include"))
+                .arg("-L")
+                .arg(&lib)
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                .arg("-l:te_libgemm_a4w4_asm.so")
+                .arg("-o")
+                .arg(&program),
+        );
+        let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &tree]);
+        let said = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            said.starts_with("asm 1: ") && said.contains("BFloat16"),
+            "{pin}: {said}{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        println!("{pin}: TE's C caller: {}", said.trim());
+
+        // TE's manifest: its CK modules stop before any compile, naming what is missing.
+        let te = tmp.path().join("te.toml");
+        std::fs::write(
+            &te,
+            "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [\"gfx950\"]\n\n\
+             [[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_srcs = [\"mha_fwd_split.cu\", \"mha_fwd_batch_prefill.cu\"]\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n\n\
+             [[modules]]\nname = \"libmha_bwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\n",
+        )
+        .unwrap();
+        let te_out = tmp.path().join("te-out");
+        let build = qola("build", &hipcc, &te, &tree, &te_out).output().unwrap();
+        let said = text(&build);
+        assert_eq!(build.status.code(), Some(1), "{pin}: {said}");
+        for module in ["libmha_fwd", "libmha_bwd"] {
+            assert!(
+                said.contains(&format!(
+                    "module {module} is built with composable_kernel (ENABLE_CK is not 0)"
+                )),
+                "{pin}: {said}"
+            );
+        }
+        assert!(!said.contains("qola: compiled"), "{pin}: {said}");
+        println!(
+            "{pin}: TE's CK modules: {}",
+            said.lines()
+                .find(|l| l.contains("libmha_fwd: error"))
+                .unwrap_or("")
+        );
+
+        // HIP 6.4 lacks what the tree's headers use: said before anything is compiled.
+        if let Some(sid) = qola_tests::sid_hipcc() {
+            let old = tmp.path().join("old");
+            let build = qola("build", &sid, &ck_free, &tree, &old)
+                .args(["--arch", "gfx950"])
+                .output()
+                .unwrap();
+            let said = text(&build);
+            assert_eq!(build.status.code(), Some(1), "{pin}: {said}");
+            assert!(
+                said.contains("uses `hipDeviceAttributePciChipId`")
+                    && said.contains("it needs ROCm 7"),
+                "{pin}: {said}"
+            );
+            assert!(
+                !said.contains("qola: compiled") && !old.join("lib").exists(),
+                "{pin}: {said}"
+            );
+            println!(
+                "{pin}: HIP 6.4: {}",
+                said.lines().find(|l| l.contains("error")).unwrap_or("")
+            );
+        }
+    }
+}

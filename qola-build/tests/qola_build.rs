@@ -1018,7 +1018,7 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
     let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
     assert_eq!(
         String::from_utf8_lossy(&run.stdout),
-        "qola_tensor_t 152\nblockscale 1: gemm_a4w4_blockscale: kernel 'no_such_instance' is not among the instances this library was generated with\nasm 1: gemm_a4w4_asm only support BFloat16 output now!\nnull 1: null tensor descriptor: WQ\ndtype 1: XQ: unknown dtype 9 (a qola_dtype_t is 0 to 6)\ncut 1: null te\n",
+        "qola_tensor_t 152\nblockscale 1: gemm_a4w4_blockscale: kernel 'no_such_instance' is not among the instances this library was generated with\nasm 1: gemm_a4w4_asm only support BFloat16 output now!\nnull 1: null tensor descriptor: WQ\ndtype 1: A: unknown dtype 9 (a qola_dtype_t is 0 to 6)\ncut 1: null te\n",
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );

@@ -33,7 +33,7 @@ inline void write_error(char* buf, size_t size, const char* message)
     buf[size - 1] = '\0';
 }
 
-inline AiterDtype aiter_dtype(int32_t dtype)
+inline AiterDtype aiter_dtype(const char* name, int32_t dtype)
 {
     switch(dtype)
     {
@@ -44,11 +44,13 @@ inline AiterDtype aiter_dtype(int32_t dtype)
     case QOLA_DTYPE_FP32: return AITER_DTYPE_fp32;
     case QOLA_DTYPE_U8: return AITER_DTYPE_u8;
     case QOLA_DTYPE_I8: return AITER_DTYPE_i8;
-    default: throw Refused("unknown dtype " + std::to_string(dtype) + " (a qola_dtype_t is 0 to 6)");
+    default:
+        throw Refused(std::string(name) + ": unknown dtype " + std::to_string(dtype) +
+                      " (a qola_dtype_t is 0 to 6)");
     }
 }
 
-// `name`'s descriptor as AITER's tensor; a null one is refused unless `optional`.
+// `name`'s descriptor as AITER's tensor; a null one is refused.
 inline aiter_tensor_t to_aiter(const char* name, const qola_tensor_t* t)
 {
     if(t == nullptr)
@@ -66,7 +68,7 @@ inline aiter_tensor_t to_aiter(const char* name, const qola_tensor_t* t)
         a.strides[i] = t->strides[i];
         a.numel_ *= static_cast<size_t>(t->shape[i]);
     }
-    a.dtype_     = aiter_dtype(t->dtype);
+    a.dtype_    = aiter_dtype(name, t->dtype);
     a.device_id = t->device_id;
     return a;
 }

@@ -141,14 +141,12 @@ pub enum AiterError {
     },
 
     /// The tree uses a HIP name the compiler's HIP does not have (see `rocm_needs`).
-    #[error("{}:{line}: this AITER uses `{name}`, which the HIP compiler {} (HIP {found}) does not have: it needs ROCm {needed} or newer; set HIPCC (and ROCM_PATH) to a ROCm {needed} hipcc (in this repository, `tools/sid-hipcc-setup --rocm7` makes one from Debian experimental's HIP 7.2), or pin an AITER that builds with this ROCm", file.display(), compiler.display())]
+    #[error("{at}: this AITER uses `{name}`, which the HIP compiler {} (HIP {found}) does not have: it needs ROCm {needed} or newer; set HIPCC (and ROCM_PATH) to a ROCm {needed} hipcc (in this repository, `tools/sid-hipcc-setup --rocm7` makes one from Debian experimental's HIP 7.2), or pin an AITER that builds with this ROCm", compiler.display())]
     TreeNeedsNewerRocm {
         /// The HIP name.
         name: String,
-        /// The header that uses it.
-        file: PathBuf,
-        /// Its line.
-        line: usize,
+        /// The header and line that use it (`.../aiter_hip_common.h:524`).
+        at: String,
         /// The ROCm that first has it.
         needed: String,
         /// The compiler's HIP version.

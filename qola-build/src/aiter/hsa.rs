@@ -97,13 +97,12 @@ struct Blob {
     data: Vec<u8>,
 }
 
+/// How many code objects each architecture has, in the order given.
+type PerArch = Vec<(String, usize)>;
+
 /// The code objects of `hsa/<arch>/<subdir>` for each architecture and each of `subdirs`,
 /// sorted per architecture, and how many each architecture has.
-fn collect(
-    root: &Path,
-    archs: &[String],
-    subdirs: &[String],
-) -> Result<(Vec<Blob>, Vec<(String, usize)>)> {
+fn collect(root: &Path, archs: &[String], subdirs: &[String]) -> Result<(Vec<Blob>, PerArch)> {
     let mut blobs = Vec::new();
     let mut per_arch = Vec::new();
     for arch in archs {

@@ -40,7 +40,8 @@ pub(crate) fn ck_enabled(flags: &[String], environment: Option<&str>) -> bool {
         .find_map(|f| f.strip_prefix("-DENABLE_CK="))
         .or(environment)
         .unwrap_or("1");
-    value.trim().parse::<i64>().map_or(true, |v| v != 0)
+    // Not an integer: core.py fails on it, with its own words (see `recipe::core_flags`).
+    !matches!(value.trim().parse::<i64>(), Ok(0))
 }
 
 /// What the sources ask of the recipe.
@@ -267,7 +268,7 @@ mod tests {
             needs(
                 dir.path(),
                 "libmha_fwd",
-                &[source.clone()],
+                std::slice::from_ref(&source),
                 &[],
                 flags,
                 &[],

@@ -234,6 +234,7 @@ mod tests {
         let series = Series {
             dir: None,
             bundled: false,
+            written_for: Vec::new(),
             patches: vec![PatchFile {
                 name: "x.patch".into(),
                 path: "x.patch".into(),

@@ -238,7 +238,7 @@ pub(crate) fn observe(run: &Run, cloned: Option<Repository>, resumed: Resumed) -
         Reach::Got(resolved) => resolved,
         Reach::NeedsFetch(what) => return Ok(found(Seen::default(), Found::NeedsFetch(what))),
     };
-    if run.series.bundled && !written_for().contains(&commit.to_string().as_str()) {
+    if run.series.bundled && !run.series.written_for.contains(&commit.to_string()) {
         return Err(series_not_for(run.settings, format!("{spec} ({commit})")));
     }
     let keyed = key_and_stamp(run, &repo, commit, fresh, resumed);

@@ -196,7 +196,7 @@ impl Prepare {
                 }
                 SeriesSource::Dir(absolute(dir))
             }
-            (None, None) if manifest_path.is_some() => SeriesSource::Bundled,
+            (None, None) if manifest_path.is_some() => SeriesSource::Bundled(commit.clone()),
             (None, None) => SeriesSource::None,
         };
         let clone_url = clone_url(&url);

@@ -329,6 +329,7 @@ mod tests {
         let series = Series {
             dir: Some(b.series_dir.into()),
             bundled: false,
+            written_for: Vec::new(),
             patches: b
                 .patches
                 .iter()

@@ -43,8 +43,7 @@ pub(crate) fn check(
         if !toolchain.knows_hip_name(name, arch, cache, scratch)? {
             return Err(AiterError::TreeNeedsNewerRocm {
                 name: name.to_string(),
-                file,
-                line,
+                at: format!("{}:{line}", file.display()),
                 needed: needed.to_string(),
                 found: toolchain
                     .hip_version

@@ -1,58 +1,90 @@
-//! qola's own patch series for AITER (`patches/aiter` of this package), compiled into qola: what
-//! a manifest without `patches_dir` gets, as QoLA falls back to the series it ships. Each patch
+//! qola's own patch series for AITER (`patches/aiter` for qola's pin 05a0d1f,
+//! `patches/aiter-<commit>` for the others), compiled into qola: what a manifest without
+//! `patches_dir` gets (the series written for its commit), as QoLA falls back to the series it
+//! ships. Each patch
 //! says what it does and why in its header; docs/preparation.md lists them.
 
 use std::path::PathBuf;
 
 use super::model::{PatchFile, Series};
 
-/// The series, in order: file name and content.
-const PATCHES: &[(&str, &[u8])] = &[
-    (
-        "0001-aiter-embedded-hsa-code-objects.patch",
-        include_bytes!("../../../patches/aiter/0001-aiter-embedded-hsa-code-objects.patch"),
-    ),
-    (
-        "0002-ck-fmha-te-receipt.patch",
-        include_bytes!("../../../patches/aiter/0002-ck-fmha-te-receipt.patch"),
-    ),
-    (
-        "0003-generators-require-output-dir.patch",
-        include_bytes!("../../../patches/aiter/0003-generators-require-output-dir.patch"),
-    ),
-    (
-        "0004-aiter-mha-api-receipt-700.patch",
-        include_bytes!("../../../patches/aiter/0004-aiter-mha-api-receipt-700.patch"),
-    ),
-    (
-        "0005-aiter-asm-v3-loaders-embedded-hsa.patch",
-        include_bytes!("../../../patches/aiter/0005-aiter-asm-v3-loaders-embedded-hsa.patch"),
-    ),
-    (
-        "0006-ck-fmha-filter-alternatives.patch",
-        include_bytes!("../../../patches/aiter/0006-ck-fmha-filter-alternatives.patch"),
-    ),
-    (
-        "0007-aiter-a4w4-gemm-torch-free.patch",
-        include_bytes!("../../../patches/aiter/0007-aiter-a4w4-gemm-torch-free.patch"),
-    ),
-];
-
-/// The AITER commits the series is written for (`aiter-commits.txt` beside the patches).
-const WRITTEN_FOR: &str = include_str!("../../../patches/aiter/aiter-commits.txt");
-
-/// The full SHAs of the AITER commits the series is written for.
-pub(crate) fn written_for() -> Vec<&'static str> {
-    WRITTEN_FOR
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or_default().trim())
-        .filter(|l| !l.is_empty())
-        .collect()
+/// One of qola's series: its directory under `patches/`, the AITER commits it is written for
+/// (its `aiter-commits.txt`), and its patches in order.
+struct Bundled {
+    dir: &'static str,
+    commits: &'static str,
+    patches: &'static [(&'static str, &'static [u8])],
+    /// What a build with it is told (what of QoLA's series for the pin it does not carry).
+    note: Option<&'static str>,
 }
 
-/// Whether a commit spec can only name a commit the series is not written for: a hex string of
-/// 7 to 40 digits (a full or short SHA) that starts none of them. Branches and tags are known
-/// only once resolved.
+/// A patch of a series directory, by its file name.
+macro_rules! patch {
+    ($dir:literal, $name:literal) => {
+        (
+            $name,
+            include_bytes!(concat!("../../../patches/", $dir, "/", $name)),
+        )
+    };
+}
+
+/// qola's series, qola's own pin's first: a manifest without `patches_dir` gets the one written
+/// for its commit.
+const SERIES: &[Bundled] = &[
+    Bundled {
+        dir: "aiter",
+        commits: include_str!("../../../patches/aiter/aiter-commits.txt"),
+        patches: &[
+            patch!("aiter", "0001-aiter-embedded-hsa-code-objects.patch"),
+            patch!("aiter", "0002-ck-fmha-te-receipt.patch"),
+            patch!("aiter", "0003-generators-require-output-dir.patch"),
+            patch!("aiter", "0004-aiter-mha-api-receipt-700.patch"),
+            patch!("aiter", "0005-aiter-asm-v3-loaders-embedded-hsa.patch"),
+            patch!("aiter", "0006-ck-fmha-filter-alternatives.patch"),
+            patch!("aiter", "0007-aiter-a4w4-gemm-torch-free.patch"),
+        ],
+        note: None,
+    },
+    Bundled {
+        dir: "aiter-ab550455",
+        commits: include_str!("../../../patches/aiter-ab550455/aiter-commits.txt"),
+        patches: &[
+            patch!("aiter-ab550455", "0001-jit-gpu-targets-no-cref.patch"),
+            patch!("aiter-ab550455", "0002-embedded-code-objects-only.patch"),
+            patch!(
+                "aiter-ab550455",
+                "0003-bwd-gfx1250-causal-top-left-as-bottom-right.patch"
+            ),
+            patch!(
+                "aiter-ab550455",
+                "0004-bwd-deterministic-group-zeroed-workspace.patch"
+            ),
+            patch!("aiter-ab550455", "0005-bwd-v3-api-check-dry-run.patch"),
+        ],
+        note: Some(
+            "qola's series for this AITER carries the effect of QoLA's 0001, 0002, 0004, 0006 and 0007 on AITER's own files, not QoLA's composable_kernel changes (0003 receipt 700, 0009, 0011) nor 0005, 0008 (native split-KV forward) or 0010 (forward with sink): to build with those, name QoLA's series with patches_dir (QOLA_PATCHES_DIR)",
+        ),
+    },
+];
+
+impl Bundled {
+    /// The full SHAs of its `aiter-commits.txt`.
+    fn written_for(&self) -> impl Iterator<Item = &'static str> {
+        self.commits
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or_default().trim())
+            .filter(|l| !l.is_empty())
+    }
+}
+
+/// The full SHAs of the AITER commits qola's series are written for, every series.
+pub(crate) fn written_for() -> Vec<&'static str> {
+    SERIES.iter().flat_map(Bundled::written_for).collect()
+}
+
+/// Whether a commit spec can only name a commit no series of qola's is written for: a hex
+/// string of 7 to 40 digits (a full or short SHA) that starts none of them. Branches and tags
+/// are known only once resolved.
 pub(crate) fn spec_excluded(spec: &str) -> bool {
     let spec = spec.to_ascii_lowercase();
     (7..=40).contains(&spec.len())
@@ -60,26 +92,36 @@ pub(crate) fn spec_excluded(spec: &str) -> bool {
         && !written_for().iter().any(|c| c.starts_with(&spec))
 }
 
-/// Where the series lives in qola-build's sources (for messages; nothing reads it at run time).
-fn source_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/patches/aiter"))
+/// The series for the commit `spec` names: the one written for the commit it starts (a SHA),
+/// else qola's own pin's (a branch or a tag is checked against it once resolved).
+fn chosen(spec: Option<&str>) -> &'static Bundled {
+    let spec = spec.map(str::to_ascii_lowercase).unwrap_or_default();
+    SERIES
+        .iter()
+        .find(|s| spec.len() >= 7 && s.written_for().any(|c| c.starts_with(&spec)))
+        .unwrap_or(&SERIES[0])
 }
 
-/// qola's own series. Its files are part of qola itself, not inputs of a build: a change comes
-/// with a new qola (and a new preparation key).
-pub(crate) fn bundled_series() -> Series {
+/// qola's series for the commit `spec` names (see [`chosen`]). Its files are part of qola
+/// itself, not inputs of a build: a change comes with a new qola (and a new preparation key).
+pub(crate) fn bundled_series(spec: Option<&str>) -> Series {
+    let series = chosen(spec);
+    // Where the series lives in qola-build's sources (for messages; nothing reads it at run time).
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/patches")).join(series.dir);
     Series {
         dir: None,
         bundled: true,
-        patches: PATCHES
+        written_for: series.written_for().map(String::from).collect(),
+        patches: series
+            .patches
             .iter()
             .map(|(name, bytes)| PatchFile {
                 name: name.to_string(),
-                path: source_dir().join(name),
+                path: dir.join(name),
                 bytes: bytes.to_vec(),
             })
             .collect(),
-        warnings: Vec::new(),
+        warnings: series.note.iter().map(|n| n.to_string()).collect(),
     }
 }
 
@@ -111,10 +153,34 @@ mod tests {
     }
 
     #[test]
+    fn each_pin_gets_the_series_written_for_it() {
+        let ours = bundled_series(Some("05a0d1f"));
+        assert_eq!(ours.patches.len(), 7);
+        assert!(ours.warnings.is_empty());
+        for spec in [
+            "ab550455",
+            "AB55045555071eb951b1bf50e29cdd3d194e1e51",
+            "a50a62a",
+        ] {
+            let today = bundled_series(Some(spec));
+            assert_eq!(
+                today.patches[0].name, "0001-jit-gpu-targets-no-cref.patch",
+                "{spec}"
+            );
+            assert!(today.written_for.iter().any(|c| c.starts_with("ab550455")));
+            assert!(today.warnings[0].contains("patches_dir"), "{spec}");
+        }
+        // A branch or a tag: qola's own pin's, checked once resolved.
+        assert_eq!(bundled_series(Some("main")).patches.len(), 7);
+        assert_eq!(bundled_series(None).patches.len(), 7);
+    }
+
+    #[test]
     fn a_sha_the_series_is_not_written_for_is_known_before_resolving() {
         assert!(!spec_excluded("05a0d1f"));
         assert!(!spec_excluded("05A0D1F060AF14E789696479DE71A2FC2FBAADA9"));
-        assert!(spec_excluded("d32b0cb"), "TransformerEngine's pin");
+        assert!(spec_excluded("d32b0cb"), "TransformerEngine's older pin");
+        assert!(!spec_excluded("ab550455"), "TransformerEngine's pin today");
         assert!(spec_excluded("7a24cd87"));
         assert!(!spec_excluded("main"), "a branch is resolved first");
         assert!(!spec_excluded("v0.1.7"), "a tag too");
@@ -122,24 +188,29 @@ mod tests {
     }
 
     #[test]
-    fn the_bundled_series_is_every_patch_of_the_directory_in_order() {
-        let mut on_disk: Vec<(String, Vec<u8>)> = std::fs::read_dir(source_dir())
-            .unwrap()
-            .map(|e| e.unwrap())
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".patch"))
-            .map(|e| {
-                (
-                    e.file_name().to_string_lossy().into_owned(),
-                    std::fs::read(e.path()).unwrap(),
-                )
-            })
-            .collect();
-        on_disk.sort();
-        let bundled: Vec<(String, Vec<u8>)> = bundled_series()
-            .patches
-            .into_iter()
-            .map(|p| (p.name, p.bytes))
-            .collect();
-        assert_eq!(bundled, on_disk);
+    fn each_bundled_series_is_every_patch_of_its_directory_in_order() {
+        for series in SERIES {
+            let dir =
+                PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/patches")).join(series.dir);
+            let mut on_disk: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".patch"))
+                .map(|e| {
+                    (
+                        e.file_name().to_string_lossy().into_owned(),
+                        std::fs::read(e.path()).unwrap(),
+                    )
+                })
+                .collect();
+            on_disk.sort();
+            let first = series.written_for().next().unwrap();
+            let bundled: Vec<(String, Vec<u8>)> = bundled_series(Some(first))
+                .patches
+                .into_iter()
+                .map(|p| (p.name, p.bytes))
+                .collect();
+            assert_eq!(bundled, on_disk, "{}", series.dir);
+        }
     }
 }

@@ -404,6 +404,7 @@ fn mutated_real_patches_are_refused_or_give_git_applys_tree() {
         let series = Series {
             dir: None,
             bundled: false,
+            written_for: Vec::new(),
             patches: vec![PatchFile {
                 name: "case.patch".into(),
                 path: "case.patch".into(),

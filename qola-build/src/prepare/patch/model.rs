@@ -22,6 +22,8 @@ pub(crate) struct Series {
     pub dir: Option<PathBuf>,
     /// qola's own series (compiled in): its files are not a build's inputs.
     pub bundled: bool,
+    /// The AITER commits qola's own series is written for (empty for a directory's).
+    pub written_for: Vec<String>,
     /// The patches in order.
     pub patches: Vec<PatchFile>,
     /// What reading the directory passed over (hidden files named `*.patch`), to say once.

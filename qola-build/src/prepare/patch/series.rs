@@ -21,8 +21,8 @@ pub(crate) enum SeriesSource {
     None,
     /// Every `*.patch` of a directory.
     Dir(PathBuf),
-    /// qola's own series (a manifest without `patches_dir`).
-    Bundled,
+    /// qola's own series for the commit given (a manifest without `patches_dir`).
+    Bundled(Option<String>),
 }
 
 /// The series of `source`.
@@ -30,7 +30,7 @@ pub(crate) fn load_series(source: &SeriesSource) -> Result<Series> {
     match source {
         SeriesSource::None => Ok(Series::default()),
         SeriesSource::Dir(dir) => load_dir(dir),
-        SeriesSource::Bundled => Ok(super::bundled::bundled_series()),
+        SeriesSource::Bundled(commit) => Ok(super::bundled::bundled_series(commit.as_deref())),
     }
 }
 
@@ -86,6 +86,7 @@ fn load_dir(dir: &Path) -> Result<Series> {
     Ok(Series {
         dir: Some(dir.to_path_buf()),
         bundled: false,
+        written_for: Vec::new(),
         patches,
         warnings,
     })
@@ -471,6 +472,7 @@ mod tests {
         Series {
             dir: None,
             bundled: false,
+            written_for: Vec::new(),
             patches: patches
                 .iter()
                 .map(|(name, text)| PatchFile {

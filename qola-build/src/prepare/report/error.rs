@@ -164,7 +164,7 @@ pub enum PrepareError {
 
     /// A manifest without `patches_dir` (so qola's own series) pins an AITER commit that series
     /// is not written for.
-    #[error("{}: AITER {commit} is not a commit qola's own patch series is written for ({}); a manifest without patches_dir gets that series, and qola cannot know it applies to another commit. Set [qola] patches_dir (or --patches-dir, QOLA_PATCHES_DIR) to a series written for {commit} (an empty directory applies none), or pin aiter_commit = \"{}\"", manifest.as_ref().map_or("qola".to_string(), |m| m.display().to_string()), written_for.join(", "), written_for.first().map_or("", |c| c.as_str()))]
+    #[error("{}: AITER {commit} is not a commit qola's own patch series are written for ({}; a commit is chosen by its SHA); a manifest without patches_dir gets the series for its commit, and qola cannot know one applies to another commit. Set [qola] patches_dir (or --patches-dir, QOLA_PATCHES_DIR) to a series written for {commit} (an empty directory applies none), or pin aiter_commit = \"{}\"", manifest.as_ref().map_or("qola".to_string(), |m| m.display().to_string()), written_for.join(", "), written_for.first().map_or("", |c| c.as_str()))]
     SeriesNotForCommit {
         /// The manifest.
         manifest: Option<PathBuf>,

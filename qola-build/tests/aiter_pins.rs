@@ -208,7 +208,8 @@ int main() {
 }
 "#;
 
-/// At today's pin (ab550455, and its sibling a50a62a), with ROCm 7 and the tree's CK absent:
+/// At today's pin (ab550455, and its sibling a50a62a), qola's series for it applied, with ROCm 7
+/// and the tree's CK absent:
 /// the attention modules built as the gfx1250 manifest builds them (`ENABLE_CK=0`, AITER's asm
 /// v3 kernels) and the asm FP4 GEMM compile, link, embed their code objects in the tree's map
 /// form and export qola's API alone; TE's C caller links the GEMM and runs to its refusal; the
@@ -230,6 +231,8 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
             continue;
         }
         let tmp = tempfile::tempdir().unwrap();
+        // The tree as qola prepares it for this pin: qola's series for it applied.
+        let tree = with_todays_series(&tree, tmp.path());
         let ck_free = tmp.path().join("ck_free.toml");
         std::fs::write(
             &ck_free,
@@ -349,5 +352,98 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
                 said.lines().find(|l| l.contains("error")).unwrap_or("")
             );
         }
+    }
+}
+
+/// qola's series for today's pin, in order.
+fn todays_series() -> Vec<PathBuf> {
+    let series = Path::new(env!("CARGO_MANIFEST_DIR")).join("patches/aiter-ab550455");
+    let mut patches: Vec<PathBuf> = std::fs::read_dir(&series)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
+        .collect();
+    patches.sort();
+    patches
+}
+
+/// A copy of `tree` under `dir` with [`todays_series`] applied (`git apply`).
+fn with_todays_series(tree: &Path, dir: &Path) -> PathBuf {
+    let copy = dir.join("aiter-patched");
+    qola_tests::run_ok(Command::new("cp").arg("-a").arg(tree).arg(&copy));
+    for patch in todays_series() {
+        qola_tests::run_ok(
+            Command::new("git")
+                .arg("apply")
+                .arg(&patch)
+                .current_dir(&copy),
+        );
+    }
+    copy
+}
+
+/// qola's series for today's pin (`patches/aiter-ab550455`, chosen for a manifest pinning
+/// ab550455 or a50a62a without `patches_dir`) applies with qola's applier to each of those
+/// trees, and the tree is the one `git apply` makes of the same patches. (The trees here are
+/// the pins' files in a repository of their own: the choice by commit is checked by the
+/// series' unit tests, as no reachable AITER repository can be cloned whole.)
+#[test]
+fn todays_series_applies_to_todays_pins_as_git_apply_does() {
+    let series = Path::new(env!("CARGO_MANIFEST_DIR")).join("patches/aiter-ab550455");
+    let patches = todays_series();
+    for pin in ["ab550455", "a50a62a"] {
+        let Some(tree) = qola_tests::aiter_at(pin) else {
+            continue;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        // The pin's files, committed in a repository of their own (what qola clones).
+        let upstream = tmp.path().join("upstream");
+        qola_tests::run_ok(Command::new("cp").arg("-a").arg(&tree).arg(&upstream));
+        let _ = std::fs::remove_dir_all(upstream.join(".git"));
+        qola_tests::git(&upstream, &["init", "-q"]);
+        qola_tests::git(&upstream, &["add", "-A"]);
+        qola_tests::git(&upstream, &["commit", "-qm", pin]);
+        // What its .gitignore kept out is not in the commit qola clones.
+        qola_tests::git(&upstream, &["clean", "-fdxq"]);
+        let commit = qola_tests::git(&upstream, &["rev-parse", "HEAD"]);
+        let manifest = tmp.path().join("m.toml");
+        std::fs::write(
+            &manifest,
+            format!(
+                "[qola]\naiter_commit = \"{commit}\"\naiter_url = \"file://{}\"\n",
+                upstream.display()
+            ),
+        )
+        .unwrap();
+        let root = tmp.path().join("aiter");
+        let prepared = common::qola_command(&[])
+            .args(["prepare", "-m"])
+            .arg(&manifest)
+            .arg("--aiter-root")
+            .arg(&root)
+            .arg("--patches-dir")
+            .arg(&series)
+            .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            .output()
+            .unwrap();
+        assert!(prepared.status.success(), "{pin}: {}", text(&prepared));
+        // git apply of the same patches, in order, on the pin's files.
+        for patch in &patches {
+            qola_tests::git(&upstream, &["apply", &patch.display().to_string()]);
+        }
+        let theirs = qola_tests::git(&upstream, &["diff", "--stat"]);
+        let ours = qola_tests::git(&root, &["diff", "--stat"]);
+        assert_eq!(ours, theirs, "{pin}");
+        let differ = Command::new("diff")
+            .args(["-r", "-q", "--exclude=.git"])
+            .arg(&upstream)
+            .arg(&root)
+            .output()
+            .unwrap();
+        assert!(differ.status.success(), "{pin}: {}", text(&differ));
+        println!(
+            "{pin}: qola's series applied as git apply applies it: {}",
+            ours.lines().last().unwrap_or("")
+        );
     }
 }

@@ -68,9 +68,32 @@ else:
     open(f"{args.output_dir}/fmha_{args.direction}_api.cpp", "w").write("// api\n")
 "#;
 
+/// A `core.py` shaped as AITER's (7a24cd87): `build_module`'s `MainFunc` computes the flag
+/// lists and hands them to `_jit_compile`; qola reads its flags from it.
+const CORE_PY: &str = r#"import os
+from packaging.version import Version, parse
+
+
+def build_module(md_name, srcs, flags_extra_cc, flags_extra_hip, blob_gen_cmd):
+    def MainFunc():
+        flags_cc = ["-O3", "-std=c++20"]
+        flags_hip = ["-DLEGACY_HIPBLAS_DIRECT", "-mllvm --amdgpu-kernarg-preload-count=16"]
+        hip_version = parse(get_hip_version().split()[-1].rstrip("-").replace("-", "+"))
+        if hip_version > Version("5.7.23302"):
+            flags_hip += ["-fno-offload-uniform-block"]
+        flags_cc += flags_extra_cc
+        flags_hip += flags_extra_hip
+        flags_hip += [f"--offload-arch={arch}" for arch in validate_and_update_archs()]
+        flags_hip = sorted(set(flags_hip))
+        _jit_compile(md_name, extra_cflags=flags_cc, extra_cuda_cflags=flags_hip)
+
+    MainFunc()
+"#;
+
 /// The tree under `dir`, with the forward source `mha_fwd_cu`.
 fn tree(dir: &Path, mha_fwd_cu: &str) -> PathBuf {
     let files: &[(&str, &str)] = &[
+        ("aiter/jit/core.py", CORE_PY),
         ("aiter/jit/optCompilerConfig.json", OPT_COMPILER_CONFIG),
         ("csrc/cpp_itfs/mha_fwd.cu", mha_fwd_cu),
         ("csrc/cpp_itfs/mha_bwd.cu", MHA_BWD_CU),

@@ -90,7 +90,8 @@ impl super::HipToolchain {
     ) -> Result<bool> {
         crate::common::io::own_dir(scratch)?;
         let header = scratch.join(format!("qola-probe-{name}.h"));
-        write_atomic(
+        // Rewritten only when it differs: a build whose answer is cached changes no file.
+        crate::common::io::write_if_changed(
             &header,
             format!(
                 "#include <hip/hip_runtime.h>\nstatic const long qola_probe_name = (long){name};\n"

@@ -256,6 +256,12 @@ fn codegen_hint(stderr: &str) -> String {
     }
 }
 
+/// `Result` with qola's [`crate::Error`]: AITER's modules prepare, read manifests and compile,
+/// and give each subsystem's error as it is ([`AiterError`] for their own).
+pub(crate) type Result<T, E = crate::Error> = std::result::Result<T, E>;
+
+crate::common::failure::failure_from!(AiterError);
+
 #[cfg(test)]
 mod tests {
     use super::codegen_hint;
@@ -272,9 +278,3 @@ mod tests {
         assert_eq!(codegen_hint("SyntaxError: invalid syntax"), "");
     }
 }
-
-/// `Result` with qola's [`crate::Error`]: AITER's modules prepare, read manifests and compile,
-/// and give each subsystem's error as it is ([`AiterError`] for their own).
-pub(crate) type Result<T, E = crate::Error> = std::result::Result<T, E>;
-
-crate::common::failure::failure_from!(AiterError);

@@ -56,6 +56,7 @@ pub use error::AiterError;
 pub(crate) use error::Result;
 pub use hsa::{EmbeddedHsa, embed_hsa};
 pub use library::{AiterLibrary, Api, CppApi, library};
+pub(crate) use module::generator_python;
 pub use module::{
     AiterModule, AiterModuleSpec, CK_UNIT_MEMORY, check_ck_toolchain, ck_filter, prepare_module,
 };
@@ -64,5 +65,5 @@ pub use output::{
     check_groups,
 };
 pub use plan::GeneratorPlan;
-pub use recipe::core_flags::CoreFlags;
+pub use recipe::CoreFlags;
 pub use recipe::{AiterPaths, ModuleRecipe};

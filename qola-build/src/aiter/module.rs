@@ -241,7 +241,7 @@ pub(crate) fn prepare_module_in(
         })?,
     };
     check_ck_toolchain(&toolchain)?;
-    recipe::rocm_needs::check(
+    recipe::check_rocm_needs(
         &paths.meta,
         &toolchain,
         spec.archs.first().map_or("", String::as_str),
@@ -581,10 +581,10 @@ fn flags_for(
     recipe: &ModuleRecipe,
     toolchain: &HipToolchain,
     env: &Env,
-) -> Result<(Vec<String>, Vec<String>, recipe::core_flags::CoreFlags)> {
+) -> Result<(Vec<String>, Vec<String>, recipe::CoreFlags)> {
     let arch = spec.archs.first().cloned().unwrap_or_default();
     // What the tree's own core.py gives the module (see `recipe::core_flags`).
-    let core = recipe::core_flags::core_flags(
+    let core = recipe::core_flags(
         paths,
         recipe,
         spec.archs,

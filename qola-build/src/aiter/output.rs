@@ -638,7 +638,7 @@ impl OutputBuild {
                 // A ROCm too old for the tree stops the build before anything is written.
                 let arch = ctx.archs.first().map_or("", String::as_str);
                 let paths = crate::aiter::AiterPaths::new(&ctx.root, arch, &env)?;
-                crate::aiter::recipe::rocm_needs::check(
+                crate::aiter::recipe::check_rocm_needs(
                     &paths.meta,
                     &ctx.toolchain,
                     arch,

@@ -12,10 +12,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-pub(crate) mod core_flags;
-pub(crate) mod rocm_needs;
+mod core_flags;
+mod rocm_needs;
 
-use crate::aiter::error::AiterError;
+pub use core_flags::CoreFlags;
+pub(crate) use core_flags::core_flags;
+pub(crate) use rocm_needs::check as check_rocm_needs;
+
+use crate::aiter::AiterError;
 use crate::build_script::Env;
 
 /// The recipe's own errors: an expression of AITER's config it cannot evaluate.

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::aiter::error::{AiterError, Result};
+use crate::aiter::{AiterError, Result};
 use crate::compile::HipToolchain;
 
 /// HIP names AITER's headers use, with the ROCm that has them: `hipDeviceAttributePciChipId`

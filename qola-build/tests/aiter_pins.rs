@@ -8,7 +8,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use qola_tests::fixtures_dir;
 
@@ -83,14 +83,6 @@ fn qola(verb: &str, hipcc: &Path, manifest: &Path, tree: &Path, out: &Path) -> C
     command
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// The wheel's composable_kernel, a stand-in for the pins' own (in no reachable snapshot): the
 /// flags do not depend on CK's content, only on whether there is one.
 fn stand_in_ck() -> Option<PathBuf> {
@@ -132,7 +124,7 @@ fn qolas_flags_are_the_trees_own_core_pys_at_every_pin() {
             .env("CK_DIR", &ck)
             .output()
             .unwrap();
-        assert!(plan.status.success(), "{pin}: {}", text(&plan));
+        assert!(plan.status.success(), "{pin}: {}", common::text(&plan));
         let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
         let module = &plan["modules"][0];
         let strings = |v: &serde_json::Value| -> Vec<String> {
@@ -157,7 +149,7 @@ fn qolas_flags_are_the_trees_own_core_pys_at_every_pin() {
             .env_remove("ENABLE_CK")
             .output()
             .unwrap();
-        assert!(core.status.success(), "{pin}: {}", text(&core));
+        assert!(core.status.success(), "{pin}: {}", common::text(&core));
         let core: serde_json::Value = serde_json::from_slice(&core.stdout).unwrap();
         let (core_cc, core_hip) = (strings(&core["flags_cc"]), strings(&core["flags_hip"]));
         assert_eq!(ours_cc, core_cc, "{pin}: flags_cc");
@@ -248,7 +240,7 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
             .args(["--arch", "gfx950"])
             .output()
             .unwrap();
-        let said = text(&build);
+        let said = common::text(&build);
         assert!(build.status.success(), "{pin}: {said}");
         for (lib, kernels) in [
             ("te_libmha_fwd.so", "hsa/gfx950/fmha_v3_fwd/"),
@@ -279,17 +271,13 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
         let (source, program) = (tmp.path().join("c.cpp"), tmp.path().join("c"));
         std::fs::write(&source, C_CALLER).unwrap();
         let lib = out.join("lib");
-        qola_tests::run_ok(
-            Command::new(&hipcc)
-                .arg(&source)
-                .arg("-I")
-                .arg(out.join("include"))
-                .arg("-L")
-                .arg(&lib)
-                .arg(format!("-Wl,-rpath,{}", lib.display()))
-                .arg("-l:te_libgemm_a4w4_asm.so")
-                .arg("-o")
-                .arg(&program),
+        common::link_caller(
+            &hipcc,
+            &source,
+            &[&out.join("include")],
+            &lib,
+            &["te_libgemm_a4w4_asm.so"],
+            &program,
         );
         let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &tree]);
         let said = String::from_utf8_lossy(&run.stdout);
@@ -311,7 +299,7 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
         .unwrap();
         let te_out = tmp.path().join("te-out");
         let build = qola("build", &hipcc, &te, &tree, &te_out).output().unwrap();
-        let said = text(&build);
+        let said = common::text(&build);
         assert_eq!(build.status.code(), Some(1), "{pin}: {said}");
         for module in ["libmha_fwd", "libmha_bwd"] {
             assert!(
@@ -336,7 +324,7 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
                 .args(["--arch", "gfx950"])
                 .output()
                 .unwrap();
-            let said = text(&build);
+            let said = common::text(&build);
             assert_eq!(build.status.code(), Some(1), "{pin}: {said}");
             assert!(
                 said.contains("uses `hipDeviceAttributePciChipId`")
@@ -426,7 +414,11 @@ fn todays_series_applies_to_todays_pins_as_git_apply_does() {
             .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
             .output()
             .unwrap();
-        assert!(prepared.status.success(), "{pin}: {}", text(&prepared));
+        assert!(
+            prepared.status.success(),
+            "{pin}: {}",
+            common::text(&prepared)
+        );
         // git apply of the same patches, in order, on the pin's files.
         for patch in &patches {
             qola_tests::git(&upstream, &["apply", &patch.display().to_string()]);
@@ -440,7 +432,7 @@ fn todays_series_applies_to_todays_pins_as_git_apply_does() {
             .arg(&root)
             .output()
             .unwrap();
-        assert!(differ.status.success(), "{pin}: {}", text(&differ));
+        assert!(differ.status.success(), "{pin}: {}", common::text(&differ));
         println!(
             "{pin}: qola's series applied as git apply applies it: {}",
             ours.lines().last().unwrap_or("")

@@ -965,62 +965,39 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
 
     // TE's caller: the tree's csrc/include and the output's include, linked by -l:<file>.
     let tree = fixtures_dir().join("aiter-narrow");
-    let (source, program) = (tmp.path().join("te_gemm.cpp"), tmp.path().join("te_gemm"));
-    std::fs::write(&source, TE_GEMM_CALLER).unwrap();
     let lib = out.join("lib");
-    qola_tests::run_ok(
-        Command::new(&hipcc)
-            .arg(&source)
-            .arg("-I")
-            .arg(tree.join("csrc/include"))
-            .arg("-I")
-            .arg(out.join("include"))
-            .arg("-L")
-            .arg(&lib)
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .args([
-                "-l:te_libgemm_a4w4_blockscale.so",
-                "-l:te_libgemm_a4w4_asm.so",
-            ])
-            .arg("-o")
-            .arg(&program),
-    );
-    let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
+    // A caller's output, run without a GPU: its source `text` linked against both libraries.
+    let caller_says = |name: &str, text: &str, includes: &[&Path]| {
+        let (source, program) = (
+            tmp.path().join(format!("{name}.cpp")),
+            tmp.path().join(name),
+        );
+        std::fs::write(&source, text).unwrap();
+        common::link_caller(
+            &hipcc,
+            &source,
+            includes,
+            &lib,
+            &["te_libgemm_a4w4_blockscale.so", "te_libgemm_a4w4_asm.so"],
+            &program,
+        );
+        let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
+        assert!(run.status.success(), "{}", common::text(&run));
+        String::from_utf8_lossy(&run.stdout).into_owned()
+    };
     assert_eq!(
-        String::from_utf8_lossy(&run.stdout),
+        caller_says(
+            "te_gemm",
+            TE_GEMM_CALLER,
+            &[&tree.join("csrc/include"), &out.join("include")]
+        ),
         "blockscale: gemm_a4w4_blockscale: kernel 'no_such_instance' is not among the instances this library was generated with\nasm: gemm_a4w4_asm only support BFloat16 output now!\n",
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
     );
-
     // TE's newest caller (its C interface, TE #663): only qola's include directory, C types,
     // a status and an error buffer; the same refusals, as statuses and messages.
-    let (source, program) = (
-        tmp.path().join("te_gemm_c.cpp"),
-        tmp.path().join("te_gemm_c"),
-    );
-    std::fs::write(&source, TE_GEMM_C_CALLER).unwrap();
-    qola_tests::run_ok(
-        Command::new(&hipcc)
-            .arg(&source)
-            .arg("-I")
-            .arg(out.join("include"))
-            .arg("-L")
-            .arg(&lib)
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .args([
-                "-l:te_libgemm_a4w4_blockscale.so",
-                "-l:te_libgemm_a4w4_asm.so",
-            ])
-            .arg("-o")
-            .arg(&program),
-    );
-    let run = qola_tests::in_sid_root(&hipcc, &program, &[tmp.path(), &fixtures_dir()]);
     assert_eq!(
-        String::from_utf8_lossy(&run.stdout),
+        caller_says("te_gemm_c", TE_GEMM_C_CALLER, &[&out.join("include")]),
         "qola_tensor_t 152\nblockscale 1: gemm_a4w4_blockscale: kernel 'no_such_instance' is not among the instances this library was generated with\nasm 1: gemm_a4w4_asm only support BFloat16 output now!\nnull 1: null tensor descriptor: WQ\ndtype 1: A: unknown dtype 9 (a qola_dtype_t is 0 to 6)\ncut 1: null te\n",
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
     );
 
     // A second build compiles nothing.

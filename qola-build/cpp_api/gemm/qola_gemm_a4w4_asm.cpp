@@ -11,25 +11,6 @@
 
 #if __has_include("asm_gemm_a4w4.h")
 #include "asm_gemm_a4w4.h"
-
-// AITER's call: 0, or an exception.
-static int aiter_gemm_a4w4_asm(aiter_tensor_t* A,
-                               aiter_tensor_t* B,
-                               aiter_tensor_t* A_scale,
-                               aiter_tensor_t* B_scale,
-                               aiter_tensor_t* out,
-                               const char* kernelName,
-                               aiter_tensor_t* bias,
-                               float alpha,
-                               float beta,
-                               int bpreshuffle,
-                               int log2_k_split,
-                               hipStream_t stream)
-{
-    ::aiter::gemm_a4w4_asm(
-        A, B, A_scale, B_scale, out, kernelName, bias, alpha, beta, bpreshuffle, log2_k_split, stream);
-    return 0;
-}
 #else
 extern "C" int gemm_a4w4_asm(aiter_tensor_t* A,
                              aiter_tensor_t* B,
@@ -44,34 +25,11 @@ extern "C" int gemm_a4w4_asm(aiter_tensor_t* A,
                              int log2_k_split,
                              hipStream_t stream);
 extern "C" const char* aiter_get_last_error();
-
-// AITER's call: its status, its message as an exception.
-static int aiter_gemm_a4w4_asm(aiter_tensor_t* A,
-                               aiter_tensor_t* B,
-                               aiter_tensor_t* A_scale,
-                               aiter_tensor_t* B_scale,
-                               aiter_tensor_t* out,
-                               const char* kernelName,
-                               aiter_tensor_t* bias,
-                               float alpha,
-                               float beta,
-                               int bpreshuffle,
-                               int log2_k_split,
-                               hipStream_t stream)
-{
-    int status = ::gemm_a4w4_asm(
-        A, B, A_scale, B_scale, out, kernelName, bias, alpha, beta, bpreshuffle, log2_k_split, stream);
-    if(status != 0)
-    {
-        const char* why = aiter_get_last_error();
-        throw std::runtime_error(why != nullptr ? why : "AITER's gemm_a4w4_asm failed");
-    }
-    return 0;
-}
 #endif
 
 QOLA_NS_BEGIN
 
+// AITER's call as the tree has it; AITER's errors as exceptions.
 void gemm_a4w4_asm(aiter_tensor_t* A,
                    aiter_tensor_t* B,
                    aiter_tensor_t* A_scale,
@@ -85,8 +43,18 @@ void gemm_a4w4_asm(aiter_tensor_t* A,
                    int log2_k_split,
                    hipStream_t stream)
 {
-    aiter_gemm_a4w4_asm(
+#if __has_include("asm_gemm_a4w4.h")
+    ::aiter::gemm_a4w4_asm(
         A, B, A_scale, B_scale, out, kernelName, bias, alpha, beta, bpreshuffle, log2_k_split, stream);
+#else
+    int status = ::gemm_a4w4_asm(
+        A, B, A_scale, B_scale, out, kernelName, bias, alpha, beta, bpreshuffle, log2_k_split, stream);
+    if(status != 0)
+    {
+        const char* why = aiter_get_last_error();
+        throw std::runtime_error(why != nullptr ? why : "AITER's gemm_a4w4_asm failed");
+    }
+#endif
 }
 
 QOLA_NS_END
@@ -116,18 +84,19 @@ QOLA_EXPORT int QOLA_C(gemm_a4w4_asm)(const qola_tensor_t* A,
         aiter_tensor_t c{};
         if(bias != nullptr)
             c = to_aiter("bias", bias);
-        return aiter_gemm_a4w4_asm(&a,
-                                   &b,
-                                   &as,
-                                   &bs,
-                                   &o,
-                                   kernel_name == nullptr ? "" : kernel_name,
-                                   bias == nullptr ? nullptr : &c,
-                                   alpha,
-                                   beta,
-                                   bpreshuffle,
-                                   log2_k_split,
-                                   stream);
+        QOLA_NS(gemm_a4w4_asm)(&a,
+                               &b,
+                               &as,
+                               &bs,
+                               &o,
+                               kernel_name == nullptr ? "" : kernel_name,
+                               bias == nullptr ? nullptr : &c,
+                               alpha,
+                               beta,
+                               bpreshuffle,
+                               log2_k_split,
+                               stream);
+        return 0;
     });
 }
 

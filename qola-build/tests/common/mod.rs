@@ -351,3 +351,38 @@ pub fn exported(library: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+/// A command's standard output and standard error, as one text.
+pub fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Compiles and links a caller of qola's libraries: `source` (C++) into `program` with `hipcc`,
+/// `includes` on its path, linking each of `libs` (`-l:<file>`) from `lib` with that directory
+/// as its run path.
+pub fn link_caller(
+    hipcc: &Path,
+    source: &Path,
+    includes: &[&Path],
+    lib: &Path,
+    libs: &[&str],
+    program: &Path,
+) {
+    let mut command = std::process::Command::new(hipcc);
+    command.arg(source);
+    for dir in includes {
+        command.arg("-I").arg(dir);
+    }
+    command
+        .arg("-L")
+        .arg(lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()));
+    for name in libs {
+        command.arg(format!("-l:{name}"));
+    }
+    qola_tests::run_ok(command.arg("-o").arg(program));
+}

@@ -246,19 +246,9 @@ mod tests {
         let env = Env::new(&directives);
         let paths = AiterPaths::new(dir, "gfx942", &env)?;
         let recipe = ModuleRecipe {
-            name: "libx".into(),
-            srcs: vec![],
             flags_extra_cc: vec!["-DCC=1".into()],
             flags_extra_hip: vec!["-DHIP=1".into()],
-            extra_include: vec![],
-            blob_gen_cmd: vec![],
-            hsa_kernels: vec![],
-            extra_ldflags: vec![],
-            verbose: false,
-            hip_clang_path: None,
-            third_party: vec![],
-            flags_extra_hip_per_source: vec![],
-            origins: Default::default(),
+            ..ModuleRecipe::named("libx")
         };
         let toolchain = HipToolchain {
             path: "/nonexistent/hipcc".into(),

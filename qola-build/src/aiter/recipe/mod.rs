@@ -173,6 +173,28 @@ pub struct ModuleRecipe {
     pub origins: BTreeMap<String, String>,
 }
 
+#[cfg(test)]
+impl ModuleRecipe {
+    /// A recipe named `name` with nothing in it, for tests to fill.
+    pub(crate) fn named(name: &str) -> ModuleRecipe {
+        ModuleRecipe {
+            name: name.to_string(),
+            srcs: vec![],
+            flags_extra_cc: vec![],
+            flags_extra_hip: vec![],
+            extra_include: vec![],
+            blob_gen_cmd: vec![],
+            hsa_kernels: vec![],
+            extra_ldflags: vec![],
+            verbose: false,
+            hip_clang_path: None,
+            third_party: vec![],
+            flags_extra_hip_per_source: vec![],
+            origins: BTreeMap::new(),
+        }
+    }
+}
+
 /// An evaluated expression.
 #[derive(Debug, Clone, PartialEq)]
 enum Eval {
@@ -927,22 +949,12 @@ mod tests {
     #[test]
     fn overrides_rewrite_receipts_drop_directions_and_pin_targets() {
         let mut recipe = ModuleRecipe {
-            name: "libmha_fwd".into(),
             srcs: vec!["/a/x.cu".into(), "/a/y.cu".into()],
-            flags_extra_cc: vec![],
-            flags_extra_hip: vec![],
-            extra_include: vec![],
             blob_gen_cmd: vec![
                 "/ck/01_fmha/generate.py -d fwd --receipt 600 --output_dir {}".into(),
                 "/ck/01_fmha/generate.py -d fwd_splitkv --receipt 600 --output_dir {}".into(),
             ],
-            hsa_kernels: vec![],
-            extra_ldflags: vec![],
-            verbose: false,
-            hip_clang_path: None,
-            third_party: vec![],
-            flags_extra_hip_per_source: vec![],
-            origins: BTreeMap::new(),
+            ..ModuleRecipe::named("libmha_fwd")
         };
         let module = crate::manifest::Module {
             name: "libmha_fwd".into(),

@@ -203,8 +203,8 @@ int main() {
 /// At today's pin (ab550455, and its sibling a50a62a), qola's series for it applied, with ROCm 7
 /// and the tree's CK absent:
 /// the attention modules built as the gfx1250 manifest builds them (`ENABLE_CK=0`, AITER's asm
-/// v3 kernels; the forward with the native split-KV kernels, `FA_WITH_NATIVE_SPLITKV`) and the
-/// asm FP4 GEMM compile, link, embed their code objects in the tree's map
+/// v3 kernels; the forward with the native split-KV kernels and gfx1250's sink forward,
+/// `FA_WITH_NATIVE_SPLITKV` and `FA_WITH_SINK`) and the asm FP4 GEMM compile, link, embed their code objects in the tree's map
 /// form and export qola's API alone; TE's C caller links the GEMM and runs to its refusal; the
 /// CK modules of TE's manifest fail naming the missing composable_kernel before any compile;
 /// the sid toolchain (HIP 6.4) is refused naming the ROCm the tree needs.
@@ -230,7 +230,7 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
         std::fs::write(
             &ck_free,
             "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [\"gfx950\", \"gfx942\"]\n\n\
-             [[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\ndrop_srcs = [\"mha_fwd_split.cu\", \"mha_fwd_batch_prefill.cu\"]\ndrop_directions = [\"fwd\", \"fwd_splitkv\", \"batch_prefill\"]\nflags_extra_cc = [\"'-DFAV3_ON=1'\", \"'-DENABLE_CK=0'\", \"'-DFA_WITH_NATIVE_SPLITKV=1'\"]\n\n\
+             [[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\ndrop_srcs = [\"mha_fwd_split.cu\", \"mha_fwd_batch_prefill.cu\"]\ndrop_directions = [\"fwd\", \"fwd_splitkv\", \"batch_prefill\"]\nflags_extra_cc = [\"'-DFAV3_ON=1'\", \"'-DENABLE_CK=0'\", \"'-DFA_WITH_NATIVE_SPLITKV=1'\", \"'-DFA_WITH_SINK=1'\"]\n\n\
              [[modules]]\nname = \"libmha_bwd\"\nmode = \"cpp_itfs\"\ndrop_directions = [\"bwd\"]\nflags_extra_cc = [\"'-DONLY_FAV3=1'\", \"'-DENABLE_CK=0'\"]\n\n\
              [[modules]]\nname = \"module_gemm_a4w4_asm\"\nmd_name = \"'libgemm_a4w4_asm'\"\nmode = \"cpp_itfs\"\nflags_extra_cc = [\"'-DENABLE_CK=0'\"]\n",
         )
@@ -257,8 +257,13 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
             assert!(keys > 0, "{pin}: {lib} embeds no {kernels}*");
             let exported = common::exported(&path);
             if lib == "te_libmha_fwd.so" {
-                // The native split-KV forward's API (qola's series, 0006).
-                for name in ["mha_fwd_calculate_num_splits", "mha_fwd_workspace_size"] {
+                // The native split-KV forward's and gfx1250's sink forward's API (qola's series,
+                // 0006 and 0007).
+                for name in [
+                    "mha_fwd_calculate_num_splits",
+                    "mha_fwd_workspace_size",
+                    "mha_fwd_with_sink_supported",
+                ] {
                     assert!(
                         exported.iter().any(|s| s.contains(name)),
                         "{pin}: {exported:?}"

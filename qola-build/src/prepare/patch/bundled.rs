@@ -61,9 +61,10 @@ const SERIES: &[Bundled] = &[
             ),
             patch!("aiter-ab550455", "0005-bwd-v3-api-check-dry-run.patch"),
             patch!("aiter-ab550455", "0006-fwd-native-split-kv.patch"),
+            patch!("aiter-ab550455", "0007-fwd-gfx1250-with-sink.patch"),
         ],
         note: Some(
-            "qola's series for this AITER carries the effect of QoLA's 0001, 0002, 0004, 0006, 0007 and 0008 on AITER's own files, not QoLA's composable_kernel changes (0003 receipt 700, 0009, 0011) nor 0005 or 0010 (the gfx1250 forward with sink): to build with those, name QoLA's series with patches_dir (QOLA_PATCHES_DIR)",
+            "qola's series for this AITER carries the effect of QoLA's 0001, 0002, 0004, 0006, 0007, 0008 and 0010 on AITER's own files, not QoLA's composable_kernel changes (0003 receipt 700, 0009, 0011) nor 0005 (whose AITER half needs its composable_kernel half): to build with those, name QoLA's series with patches_dir (QOLA_PATCHES_DIR)",
         ),
     },
 ];

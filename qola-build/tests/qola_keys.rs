@@ -74,7 +74,12 @@ const KEYS: &[(Table, &str, &str, Expect)] = &[
         Expect::Differs,
     ),
     (Table::Module, "hsa_subdirs", "[]", Expect::Differs),
-    (Table::Module, "md_name", "\"'libqola_fwd'\"", Expect::Differs),
+    (
+        Table::Module,
+        "md_name",
+        "\"'libqola_fwd'\"",
+        Expect::Differs,
+    ),
     (
         Table::Module,
         "srcs",

@@ -54,6 +54,42 @@ pub fn scaled_size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
+/// The text between matching quotes (`'x'` or `"x"`) when `s` is one Python string literal:
+/// a quote of the same kind inside, unescaped, means it is not one.
+pub(crate) fn python_quoted(s: &str) -> Option<&str> {
+    let s = s.trim();
+    let q = s.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let inner = s.strip_prefix(q)?.strip_suffix(q)?;
+    let mut escaped = false;
+    for c in inner.chars() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == q {
+            return None;
+        }
+    }
+    Some(inner)
+}
+
+/// A Python string literal's inside with its backslash escapes taken as the character they
+/// escape.
+pub(crate) fn python_unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(n) = chars.next() {
+                out.push(n);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -450,17 +450,9 @@ fn python_string(text: &str) -> Option<String> {
         Some(rest) => (rest, true),
         None => (text, false),
     };
-    let quote = body.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    let inner = body.strip_prefix(quote)?.strip_suffix(quote)?;
-    let mut out = String::new();
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => out.push(chars.next()?),
-            c if c == quote => return None,
-            '{' | '}' if fstring => return None,
-            c => out.push(c),
-        }
+    let inner = crate::common::text::python_quoted(body)?;
+    if fstring && inner.contains(['{', '}']) {
+        return None;
     }
-    Some(out)
+    Some(crate::common::text::python_unescape(inner))
 }

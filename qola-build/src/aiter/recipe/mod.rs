@@ -21,6 +21,7 @@ pub(crate) use rocm_needs::check as check_rocm_needs;
 
 use crate::aiter::AiterError;
 use crate::build_script::Env;
+use crate::common::text::{python_quoted, python_unescape};
 
 /// The recipe's own errors: an expression of AITER's config it cannot evaluate.
 type Result<T, E = AiterError> = std::result::Result<T, E>;
@@ -230,11 +231,11 @@ impl Evaluator<'_> {
         }
         if let Some(body) = e.strip_prefix('f') {
             let inner =
-                quoted(body).ok_or_else(|| self.fail(expr, "an f-string must be quoted"))?;
+                python_quoted(body).ok_or_else(|| self.fail(expr, "an f-string must be quoted"))?;
             return self.fstring(expr, inner).map(Eval::Str);
         }
-        if let Some(inner) = quoted(e) {
-            return Ok(Eval::Str(unescape(inner)));
+        if let Some(inner) = python_quoted(e) {
+            return Ok(Eval::Str(python_unescape(inner)));
         }
         self.call(expr, e)
     }
@@ -250,8 +251,8 @@ impl Evaluator<'_> {
                 [name, default] => (name.clone(), Some(default.clone())),
                 _ => return Err(self.fail(whole, "os.environ.get takes a name and a default")),
             };
-            let name = quoted(&name)
-                .map(unescape)
+            let name = python_quoted(&name)
+                .map(python_unescape)
                 .ok_or_else(|| self.fail(whole, "the variable name must be a string literal"))?;
             return Ok(match self.env.var(&name)? {
                 Some(value) => Eval::Str(value),
@@ -346,40 +347,6 @@ fn in_quotes(text: &str) -> bool {
         }
     }
     quote.is_some()
-}
-
-/// The text between matching quotes (`'x'` or `"x"`), if `s` is one quoted string.
-fn quoted(s: &str) -> Option<&str> {
-    let s = s.trim();
-    let q = s.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    let inner = s.strip_prefix(q)?.strip_suffix(q)?;
-    // A quote of the same kind inside, unescaped, means this is not one string.
-    let mut escaped = false;
-    for c in inner.chars() {
-        if escaped {
-            escaped = false;
-        } else if c == '\\' {
-            escaped = true;
-        } else if c == q {
-            return None;
-        }
-    }
-    Some(inner)
-}
-
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            if let Some(n) = chars.next() {
-                out.push(n);
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The `}` closing the `{` at `open`, skipping quoted text.
@@ -588,7 +555,9 @@ fn per_source_flags(module: &str, value: Option<&Value>) -> Result<Vec<(String, 
             let Value::String(flag) = item else {
                 return Err(fail(item, "a flag is a string"));
             };
-            let text = quoted(flag).map(unescape).unwrap_or_else(|| flag.clone());
+            let text = python_quoted(flag)
+                .map(python_unescape)
+                .unwrap_or_else(|| flag.clone());
             words.extend(text.split_whitespace().map(String::from));
         }
         out.push((pattern.clone(), words));

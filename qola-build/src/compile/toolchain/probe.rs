@@ -79,6 +79,17 @@ pub(crate) fn probe(
 }
 
 impl super::HipToolchain {
+    /// The start of a probe's compile for `arch`: the compiler, `-x hip`, the architecture, `-c`.
+    fn probe_command(&self, arch: &str) -> Vec<String> {
+        vec![
+            self.path.to_string_lossy().into_owned(),
+            "-x".to_string(),
+            "hip".to_string(),
+            format!("--offload-arch={arch}"),
+            "-c".to_string(),
+        ]
+    }
+
     /// Whether the compiler's HIP headers declare `name` (an enumerator or a function): a
     /// kernel compiled with a header using it, once per compiler, the answer kept under `cache`.
     pub(crate) fn knows_hip_name(
@@ -98,15 +109,8 @@ impl super::HipToolchain {
             )
             .as_bytes(),
         )?;
-        let start: Vec<String> = [
-            self.path.to_string_lossy().into_owned(),
-            "-x".to_string(),
-            "hip".to_string(),
-            format!("--offload-arch={arch}"),
-            "-c".to_string(),
-            "-include".to_string(),
-        ]
-        .into();
+        let mut start = self.probe_command(arch);
+        start.push("-include".to_string());
         let mut command = start.clone();
         command.push(header.to_string_lossy().into_owned());
         let mut key_command = start;
@@ -131,14 +135,7 @@ impl super::HipToolchain {
         cache: &Path,
         scratch: &Path,
     ) -> Result<bool> {
-        let mut command: Vec<String> = [
-            self.path.to_string_lossy().into_owned(),
-            "-x".to_string(),
-            "hip".to_string(),
-            format!("--offload-arch={arch}"),
-            "-c".to_string(),
-        ]
-        .into();
+        let mut command = self.probe_command(arch);
         command.extend(flag.split_whitespace().map(String::from));
         let answer = probe(
             &self.identity,

@@ -220,7 +220,7 @@ pub(crate) fn prepare_module_in(
         spec.archs.first().map_or("", String::as_str),
         env,
     )?;
-    let (mut recipe, mut warnings) = recipe_of(spec, &paths, env)?;
+    let (mut recipe, mut warnings, ck_enabled) = recipe_of(spec, &paths, env)?;
     if paths.meta != paths.root {
         warnings.push(format!(
             "AITER_META_DIR={}: the module's sources, generators and hsa code objects are read from there, not from the prepared tree {} (as QoLA reads them)",
@@ -258,13 +258,7 @@ pub(crate) fn prepare_module_in(
             )
         })?;
     recipe.extra_include.extend(third_party);
-    let ck_flags: Vec<String> = recipe
-        .flags_extra_cc
-        .iter()
-        .chain(&recipe.flags_extra_hip)
-        .cloned()
-        .collect();
-    if needs::ck_enabled(&ck_flags, env.var("ENABLE_CK")?.as_deref()) {
+    if ck_enabled {
         check_ck_present(spec, &paths, env)?;
     }
     let generated = generate(spec, &recipe, env, ck_instances)?;
@@ -408,12 +402,13 @@ pub(crate) fn key_error(spec: &AiterModuleSpec, key: &str, value: &str, why: &st
 }
 
 /// The module's recipe from `optCompilerConfig.json`, with the manifest's overrides and the CK
-/// filter (the spec's, else the manifest's variants for CK's `-d fwd` and `-d bwd`).
+/// filter (the spec's, else the manifest's variants for CK's `-d fwd` and `-d bwd`), its
+/// warnings, and whether it is built with composable_kernel (`needs::ck_enabled`).
 fn recipe_of(
     spec: &AiterModuleSpec,
     paths: &AiterPaths,
     env: &Env,
-) -> Result<(ModuleRecipe, Vec<String>)> {
+) -> Result<(ModuleRecipe, Vec<String>, bool)> {
     let mut recipe = recipe::load(paths, &spec.module.name, &spec.module.recipe, env)?;
     let mut warnings = recipe::apply_overrides(&mut recipe, spec.module, spec.archs);
     // The registry's entry (QoLA's cpp_itfs replacements): after the manifest's overrides, as
@@ -491,7 +486,7 @@ fn recipe_of(
     recipe.flags_extra_hip.extend(needs.defines);
     recipe.blob_gen_cmd.extend(needs.generators);
     recipe.hsa_kernels = needs.hsa_kernels;
-    Ok((recipe, warnings))
+    Ok((recipe, warnings, ck_enabled))
 }
 
 /// The Python that runs AITER's and CK's generators: `QOLA_PYTHON`, else `python3` on `PATH`.
@@ -584,15 +579,7 @@ fn flags_for(
 ) -> Result<(Vec<String>, Vec<String>, recipe::CoreFlags)> {
     let arch = spec.archs.first().cloned().unwrap_or_default();
     // What the tree's own core.py gives the module (see `recipe::core_flags`).
-    let core = recipe::core_flags(
-        paths,
-        recipe,
-        spec.archs,
-        toolchain,
-        &spec.gen_dir.join(&recipe.name),
-        spec.cache,
-        env,
-    )?;
+    let core = recipe::core_flags(paths, recipe, spec.archs, toolchain, spec.cache, env)?;
     let mut candidates: Vec<String> = vec!["-DWITH_HIP".into(), "-fPIC".into()];
     candidates.extend(core.flags_cc.iter().cloned());
     candidates.extend(

@@ -163,8 +163,10 @@ def main():
         "prebuild": 0,
         "blob_gen_cmd": [],
         "sources": [],
-        "op_dir": request["op_dir"],
-        "src_dir": request["op_dir"] + "/build/srcs",
+        # It names include directories only, which qola chooses; fixed, so the answer holds
+        # for every output directory.
+        "op_dir": "{op_dir}",
+        "src_dir": "{op_dir}/build/srcs",
         "extra_include": list(request["extra_include"]),
         "flags_extra_cc": list(request["flags_extra_cc"]),
         "flags_extra_hip": list(request["flags_extra_hip"]),

@@ -19,6 +19,7 @@
 //! | `check_and_set_ninja_worker()` | nothing | the job count is qola's |
 //! | `torch_exclude`, `hipify`, `is_standalone` | true, false, true | qola builds torch-free libraries |
 //! | `blob_gen_cmd`, `sources` | empty | qola runs the generators itself |
+//! | `op_dir` | a fixed placeholder | it names include directories only, which qola chooses |
 //! | `flags_extra_cc`, `flags_extra_hip`, `extra_include` | the module's recipe | after the manifest's and the registry's changes |
 //! | `AITER_ROOT_DIR`, `AITER_META_DIR`, `AITER_CSRC_DIR`, `CK_HELPER_DIR`, `CK_3RDPARTY_DIR` | [`AiterPaths`] | as the recipe's expressions see them |
 //!
@@ -70,7 +71,6 @@ struct Request<'a> {
     arch: &'a str,
     archs: &'a [String],
     hip_version: &'a str,
-    op_dir: &'a Path,
     extra_include: &'a [std::path::PathBuf],
     flags_extra_cc: &'a [String],
     flags_extra_hip: &'a [String],
@@ -93,13 +93,12 @@ struct Cached {
 }
 
 /// The flags the tree's `core.py` gives `recipe` for `archs` with `toolchain` (see the module
-/// docs); `cache` is qola's cache directory, `op_dir` the module's generated code.
+/// docs); `cache` is qola's cache directory.
 pub(crate) fn core_flags(
     paths: &AiterPaths,
     recipe: &ModuleRecipe,
     archs: &[String],
     toolchain: &HipToolchain,
-    op_dir: &Path,
     cache: &Path,
     env: &Env,
 ) -> Result<CoreFlags> {
@@ -131,7 +130,6 @@ pub(crate) fn core_flags(
         arch: archs.first().map_or("", String::as_str),
         archs,
         hip_version: toolchain.hip_version.as_deref().unwrap_or("0.0.0"),
-        op_dir,
         extra_include: &recipe.extra_include,
         flags_extra_cc: &recipe.flags_extra_cc,
         flags_extra_hip: &recipe.flags_extra_hip,
@@ -259,15 +257,7 @@ mod tests {
             identity: "test".into(),
             env: vec![],
         };
-        core_flags(
-            &paths,
-            &recipe,
-            &["gfx942".into()],
-            &toolchain,
-            dir,
-            cache,
-            &env,
-        )
+        core_flags(&paths, &recipe, &["gfx942".into()], &toolchain, cache, &env)
     }
 
     #[test]
@@ -331,7 +321,7 @@ mod tests {
         run(dir.path(), cache.path()).unwrap();
         let dir = tree(concat!(
             "        flags_cc = []\n",
-            "        os.makedirs(f'{op_dir}/made', exist_ok=True)\n",
+            "        os.makedirs(f'{AITER_ROOT_DIR}/made', exist_ok=True)\n",
             "        flags_hip = []",
         ));
         let e = run(dir.path(), cache.path()).unwrap_err().to_string();

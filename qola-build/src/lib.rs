@@ -97,6 +97,8 @@
 //! | `AITER_META_DIR` | [`aiter`]: when it names a directory with a `csrc`, AITER's sources, generators and hsa code objects are read from there (QoLA's resolver); a warning says so |
 //! | `AITER_CONFIG_<TABLE>` | [`aiter`]: the tuned table a recipe's `{AITER_CONFIG_<TABLE>_FILE}` names (`AITER_CONFIG_GEMM_A4W4`: the a4w4 blockscale's), as AITER's `core.py` reads it (default: the table `core.py` names in the tree); one file: a `:`-separated list, which AITER merges with pandas, is refused |
 //! | `HIP_KITTENS_DIR` | [`aiter`]: where a module's `third_party = ["HipKittens"]` is (default: the tree's `3rdparty/HipKittens`) |
+//! | `ENABLE_CK` | [`aiter`]: as the tree's `core.py` reads it (a recipe's own `-DENABLE_CK=` wins): 0 builds a module without composable_kernel (AITER's CK switch `FAV2_ON` stays off); otherwise a tree without composable_kernel is refused, naming the module |
+//! | the variables the tree's `core.py` reads for its flags (`ENABLE_ROPE_POSITIONS_INT32`, `AITER_DISABLE_KERNARG_PRELOAD`, `AITER_FP4x2`, `AITER_ASM_DEBUG`, ...) | [`aiter`]: as that `core.py` reads them; each one it read is tracked, and its answer kept with their values (see the `recipe::core_flags` module docs) |
 //! | `QOLA_PREBUILT_URL` | [`OutputBuild`] (`qola build --prebuilt`, over the manifest's `[qola] prebuilt`): the store each module's files are fetched from by its library key before any checkout (see [`aiter::prebuilt`]) |
 //! | `QOLA_PUBLISH_URL` | [`OutputBuild`] (`qola build --publish`): the store each module built here from a tree qola prepared is published to |
 //! | `QOLA_SIGN_KEY` | [`OutputBuild`] (`qola build --sign-key`, over it): the minisign secret key (owner-only, no password) that signs each archive published |

@@ -185,6 +185,85 @@ fn qolas_flags_are_the_trees_own_core_pys_at_every_pin() {
     }
 }
 
+/// AITER's own merge of a tuned table: `AITER_CONFIGS.<variable>_FILE` of the tree's `core.py`
+/// (which writes its merge under `/tmp/aiter_configs`), printed as pandas reads it beside qola's.
+const AITER_MERGE: &str = r#"
+import importlib.util, os, sys, tempfile
+import pandas as pd
+tree, variable, ours = sys.argv[1:4]
+os.environ["AITER_JIT_DIR"] = tempfile.mkdtemp()
+spec = importlib.util.spec_from_file_location("aiter_core", os.path.join(tree, "aiter/jit/core.py"))
+core = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(core)
+theirs = getattr(core.AITER_CONFIGS, variable + "_FILE")
+a, b = pd.read_csv(theirs), pd.read_csv(ours)
+print(f"{a.equals(b)} {len(a)} {len(b)} {theirs}")
+"#;
+
+/// At today's pins, the FP4 blockscale GEMM's tuned table (the default one and a model's, in
+/// `model_configs/`) is merged as the tree's own `core.py` merges it: pandas reads qola's merge
+/// (in qola's cache, which the plan's generator command names) as the same table as AITER's.
+#[test]
+fn the_blockscale_gemms_tuned_table_is_merged_as_the_trees_core_py_merges_it() {
+    for pin in ["ab550455", "a50a62a"] {
+        let Some(tree) = qola_tests::aiter_at(pin) else {
+            continue;
+        };
+        let (Some(hipcc), Some(ck)) = (qola_tests::rocm7_hipcc(), stand_in_ck()) else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let manifest = tmp.path().join("gemm.toml");
+        std::fs::write(
+            &manifest,
+            "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [\"gfx950\"]\n\n[[modules]]\nname = \"module_gemm_a4w4_blockscale\"\nmd_name = \"'libgemm_a4w4_blockscale'\"\nmode = \"cpp_itfs\"\n",
+        )
+        .unwrap();
+        let plan = qola("plan", &hipcc, &manifest, &tree, &tmp.path().join("out"))
+            .arg("--json")
+            .env("CK_DIR", &ck)
+            .env_remove("AITER_CONFIG_GEMM_A4W4")
+            .output()
+            .unwrap();
+        assert!(plan.status.success(), "{pin}: {}", common::text(&plan));
+        let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        let command = plan["modules"][0]["generators"][0]["command"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let ours = command
+            .split_once("--tune_file ")
+            .map(|(_, table)| table.trim())
+            .unwrap_or_else(|| panic!("{pin}: {command}"));
+        assert!(
+            ours.starts_with(
+                &fixtures_dir()
+                    .join("cache/tuned-tables")
+                    .display()
+                    .to_string()
+            ),
+            "{pin}: {ours}"
+        );
+        let aiter = Command::new("python3")
+            .args(["-c", AITER_MERGE])
+            .arg(&tree)
+            .args(["AITER_CONFIG_GEMM_A4W4", ours])
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env_remove("AITER_CONFIG_GEMM_A4W4")
+            .output()
+            .unwrap();
+        let said = common::text(&aiter);
+        assert!(
+            aiter.status.success() && said.starts_with("True "),
+            "{pin}: {said}"
+        );
+        println!(
+            "{pin}: the a4w4 blockscale table: equal to AITER's merge (rows, AITER's, path): {}",
+            said.trim()
+        );
+    }
+}
+
 /// TE's asm FP4 GEMM caller of qola's C interface, for a library built without CK (only its
 /// refusals run without a GPU).
 const C_CALLER: &str = r#"#include <cstdio>
@@ -309,14 +388,15 @@ fn todays_pin_builds_its_modules_without_ck_and_names_what_it_lacks() {
             &te,
             "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [\"gfx950\"]\n\n\
              [[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_srcs = [\"mha_fwd_split.cu\", \"mha_fwd_batch_prefill.cu\"]\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n\n\
-             [[modules]]\nname = \"libmha_bwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\n",
+             [[modules]]\nname = \"libmha_bwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\n\n\
+             [[modules]]\nname = \"module_gemm_a4w4_blockscale\"\nmd_name = \"'libgemm_a4w4_blockscale'\"\nmode = \"cpp_itfs\"\n",
         )
         .unwrap();
         let te_out = tmp.path().join("te-out");
         let build = qola("build", &hipcc, &te, &tree, &te_out).output().unwrap();
         let said = common::text(&build);
         assert_eq!(build.status.code(), Some(1), "{pin}: {said}");
-        for module in ["libmha_fwd", "libmha_bwd"] {
+        for module in ["libmha_fwd", "libmha_bwd", "module_gemm_a4w4_blockscale"] {
             assert!(
                 said.contains(&format!(
                     "module {module} is built with composable_kernel (ENABLE_CK is not 0)"

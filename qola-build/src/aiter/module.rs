@@ -219,7 +219,8 @@ pub(crate) fn prepare_module_in(
         spec.root,
         spec.archs.first().map_or("", String::as_str),
         env,
-    )?;
+    )?
+    .merging_tables_in(spec.cache);
     let (mut recipe, mut warnings, ck_enabled) = recipe_of(spec, &paths, env)?;
     if paths.meta != paths.root {
         warnings.push(format!(

@@ -8,6 +8,8 @@
 //! | `hip/` | the content-addressed object cache | compiling |
 //! | `probes/` | answers of compiler probes (an architecture, a flag) | compiling |
 //! | `farm/` | sccache configs and toolchain archives for compile farms | compiling |
+//! | `core-flags/` | the flags the tree's `core.py` gives a module, with the environment read | AITER's modules |
+//! | `tuned-tables/` | tuned tables merged as AITER merges them, by content | AITER's modules |
 //!
 //! It is found as `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
 
@@ -26,6 +28,10 @@ pub(crate) const OBJECTS: &str = "hip";
 pub(crate) const PROBES: &str = "probes";
 /// Compile-farm configs and toolchain archives.
 pub(crate) const FARM: &str = "farm";
+/// The flags of the tree's `core.py`, per module and environment.
+pub(crate) const CORE_FLAGS: &str = "core-flags";
+/// Merged tuned tables.
+pub(crate) const TUNED_TABLES: &str = "tuned-tables";
 
 /// qola's cache: `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
 pub(crate) fn find(env: &Env) -> Option<PathBuf> {

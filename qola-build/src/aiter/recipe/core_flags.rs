@@ -146,7 +146,9 @@ pub(crate) fn core_flags(
         h.update(&request);
         h.finalize().to_hex().to_string()
     };
-    let record = cache.join("core-flags").join(format!("{key}.json"));
+    let record = cache
+        .join(crate::cache_dir::CORE_FLAGS)
+        .join(format!("{key}.json"));
     let now = |name: &str| env.var_os(name).map(|v| v.to_string_lossy().into_owned());
     if let Some(cached) = std::fs::read(&record)
         .ok()

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 mod core_flags;
 mod rocm_needs;
+mod tuned_tables;
 
 pub use core_flags::CoreFlags;
 pub(crate) use core_flags::core_flags;
@@ -39,6 +40,9 @@ pub struct AiterPaths {
     pub meta: PathBuf,
     /// The architecture `get_gfx()` answers (the first one compiled for).
     pub arch: String,
+    /// Where tuned tables AITER would merge are merged (in qola's cache); `None`: such a merge
+    /// is an error.
+    pub(crate) tuned_tables: Option<PathBuf>,
 }
 
 impl AiterPaths {
@@ -54,7 +58,14 @@ impl AiterPaths {
             root: root.to_path_buf(),
             meta,
             arch: arch.to_string(),
+            tuned_tables: None,
         })
+    }
+
+    /// These paths, merging tuned tables under `cache` (qola's cache directory).
+    pub(crate) fn merging_tables_in(mut self, cache: &Path) -> AiterPaths {
+        self.tuned_tables = Some(cache.join(crate::cache_dir::TUNED_TABLES));
+        self
     }
 
     /// The value of a path variable, or `None` for an unknown name.
@@ -82,10 +93,10 @@ impl AiterPaths {
     }
 
     /// A tuned table of AITER's configs (`AITER_CONFIG_GEMM_A4W4_FILE`), as `core.py` picks it:
-    /// the environment's `AITER_CONFIG_GEMM_A4W4` when set, else the default `core.py` names
-    /// (`{AITER_ROOT_DIR}/aiter/configs/<table>.csv`). Where AITER would merge several tables
-    /// (a `:`-separated list, or `model_configs/*<table>*` files beside the default) it is an
-    /// error: merging them is pandas' work in AITER's build, which qola does not do.
+    /// the environment's `AITER_CONFIG_GEMM_A4W4` (a `:`-separated list) when set, else the
+    /// default `core.py` names (`{AITER_ROOT_DIR}/aiter/configs/<table>.csv`) and every
+    /// `model_configs/*<table>*.csv` that is not untuned; several are merged as AITER merges
+    /// them (see `tuned_tables`).
     fn tuned_table(&self, variable: &str, env: &Env) -> Result<String> {
         let fail = |why: String| AiterError::AiterConfig {
             module: "(AITER's configs)".to_string(),
@@ -93,14 +104,6 @@ impl AiterPaths {
             expression: variable.to_string(),
             why,
         };
-        if let Some(given) = env.var(variable)? {
-            if given.contains(':') {
-                return Err(fail(format!(
-                    "{variable}={given} lists several tables, which AITER merges with pandas; give one file"
-                )));
-            }
-            return Ok(given);
-        }
         let core = self.root.join("aiter/jit/core.py");
         let text = std::fs::read_to_string(&core).unwrap_or_default();
         let default = text
@@ -108,32 +111,46 @@ impl AiterPaths {
             .nth(1)
             .and_then(|rest| rest.split("AITER_ROOT_DIR}/").nth(1))
             .and_then(|rest| rest.split('"').next())
+            .map(|rel| self.root.join(rel))
             .ok_or_else(|| {
                 fail(format!(
                     "{} names no default table for {variable}; set {variable} to the table",
                     core.display()
                 ))
             })?;
-        let path = self.root.join(default);
-        let stem = path
+        let name = default
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let more: Vec<String> = std::fs::read_dir(self.root.join("aiter/configs/model_configs"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(&stem) && !n.contains("untuned"))
-            .collect();
-        if !more.is_empty() {
-            return Err(fail(format!(
-                "AITER merges {} with model_configs/{} (pandas, in its build), which qola does not do: set {variable} to one table",
-                path.display(),
-                more.join(", ")
-            )));
-        }
-        Ok(path.to_string_lossy().into_owned())
+        let listed: Vec<PathBuf> = match env.var(variable)? {
+            Some(given) => given.split(':').map(PathBuf::from).collect(),
+            None => {
+                let mut models: Vec<PathBuf> =
+                    std::fs::read_dir(self.root.join("aiter/configs/model_configs"))
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|p| {
+                            let n = p.file_name().unwrap_or_default().to_string_lossy();
+                            n.contains(&name) && n.ends_with(".csv") && !n.contains("untuned")
+                        })
+                        .collect();
+                models.sort();
+                std::iter::once(default).chain(models).collect()
+            }
+        };
+        let merged = match (&listed[..], &self.tuned_tables) {
+            ([one], _) => one.clone(),
+            (_, Some(dir)) => tuned_tables::merged(&self.root, &name, &listed, dir)
+                .map_err(|why| fail(format!("merging {name}: {why}")))?,
+            (_, None) => {
+                return Err(fail(format!(
+                    "{name} is merged from several tables, which this evaluation has no cache to write into"
+                )));
+            }
+        };
+        Ok(merged.to_string_lossy().into_owned())
     }
 }
 
@@ -803,7 +820,9 @@ mod tests {
             root: PathBuf::from(root),
             meta: PathBuf::from(root),
             arch: "gfx942".to_string(),
-        };
+            tuned_tables: None,
+        }
+        .merging_tables_in(Path::new(root).join("cache").as_path());
         Evaluator {
             module: "m",
             field,
@@ -814,38 +833,39 @@ mod tests {
     }
 
     #[test]
-    fn a_tuned_table_is_the_one_core_py_names_and_a_table_to_merge_is_refused() {
+    fn a_tuned_table_is_the_one_core_py_names_or_its_merge_with_the_models_tables() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("tree");
         let core = "AITER_CONFIG_QOLA_T = os.getenv(\n    \"AITER_CONFIG_QOLA_T\",\n    f\"{AITER_ROOT_DIR}/aiter/configs/qola_t_tuned.csv\",\n)\n";
+        std::fs::create_dir_all(root.join("aiter/configs/model_configs")).unwrap();
         std::fs::create_dir_all(root.join("aiter/jit")).unwrap();
         std::fs::write(root.join("aiter/jit/core.py"), core).unwrap();
-        let table = eval_at(
-            &root.display().to_string(),
-            "blob_gen_cmd",
-            "f'--tune_file {AITER_CONFIG_QOLA_T_FILE}'",
-        )
-        .unwrap();
         let default = root.join("aiter/configs/qola_t_tuned.csv");
+        std::fs::write(&default, "gfx,cu_num,M\ngfx950,256,1\n").unwrap();
+        let table = |expr: &str| eval_at(&root.display().to_string(), "blob_gen_cmd", expr);
         assert_eq!(
-            table,
+            table("f'--tune_file {AITER_CONFIG_QOLA_T_FILE}'").unwrap(),
             Eval::Str(format!("--tune_file {}", default.display()))
         );
-        // A model's table beside it: AITER would merge the two.
-        std::fs::create_dir_all(root.join("aiter/configs/model_configs")).unwrap();
-        std::fs::write(
-            root.join("aiter/configs/model_configs/m_qola_t_tuned.csv"),
-            "",
-        )
-        .unwrap();
-        let e = eval_at(
-            &root.display().to_string(),
-            "blob_gen_cmd",
-            "f'{AITER_CONFIG_QOLA_T_FILE}'",
-        )
-        .unwrap_err();
+        // A model's table beside it (its untuned one aside): the two merged, in qola's cache.
+        let model = root.join("aiter/configs/model_configs/m_qola_t_tuned.csv");
+        std::fs::write(&model, "gfx,cu_num,M\ngfx950,256,2\n").unwrap();
+        std::fs::write(model.with_file_name("m_qola_t_untuned.csv"), "M\n3\n").unwrap();
+        let Eval::Str(merged) = table("AITER_CONFIGS.AITER_CONFIG_QOLA_T_FILE").unwrap() else {
+            panic!("a path");
+        };
+        assert!(merged.starts_with(&format!("{}/cache/tuned-tables/", root.display())));
+        assert_eq!(
+            std::fs::read_to_string(&merged).unwrap(),
+            "gfx,cu_num,M\ngfx950,256,1\ngfx950,256,2\n"
+        );
+        // A merge that fails names the table and what to do.
+        std::fs::write(&model, "gfx,cu_num,M\ngfx950,256,\"1\"\n").unwrap();
+        let e = table("f'{AITER_CONFIG_QOLA_T_FILE}'").unwrap_err();
         assert!(
-            e.to_string().contains("model_configs/m_qola_t_tuned.csv"),
+            e.to_string().contains("merging qola_t_tuned:")
+                && e.to_string()
+                    .contains("m_qola_t_tuned.csv has a quoted field"),
             "{e}"
         );
     }

@@ -582,6 +582,103 @@ fn patch_already_applied_upstream_gets_the_drop_hint() {
     );
 }
 
+/// A patch made on an older commit whose context moved on: `git apply --3way` (how QoLA applies
+/// its series) merges it from the blob its `index` line names; qola makes the same file, says
+/// so, and refuses a merge that conflicts, writing nothing.
+#[test]
+fn a_patch_made_on_an_older_commit_merges_three_way_as_git_apply_3way_does() {
+    let s = setup();
+    let lines = |edits: &[(usize, &str)]| -> String {
+        (1..=9)
+            .map(|n| {
+                let line = edits
+                    .iter()
+                    .find(|(at, _)| *at == n)
+                    .map_or(format!("line {n}"), |(_, l)| l.to_string());
+                format!("{line}\n")
+            })
+            .collect()
+    };
+    let old = lines(&[]);
+    s.demo.commit_aiter("csrc/notes.txt", &old, "notes");
+    // The patch, made on that commit: line 5 changed.
+    let hash = |text: &str| {
+        let file = s.tmp.path().join("blob");
+        std::fs::write(&file, text).unwrap();
+        git(s.tmp.path(), &["hash-object", file.to_str().unwrap()])
+    };
+    let patched = lines(&[(5, "line five")]);
+    let patch = format!(
+        "diff --git a/csrc/notes.txt b/csrc/notes.txt\nindex {}..{} 100644\n--- a/csrc/notes.txt\n+++ b/csrc/notes.txt\n@@ -2,7 +2,7 @@\n line 2\n line 3\n line 4\n-line 5\n+line five\n line 6\n line 7\n line 8\n",
+        &hash(&old)[..12],
+        &hash(&patched)[..12]
+    );
+    s.add_patch("0003-notes.patch", &patch);
+    // Upstream moved on: line 2 (the hunk's context) changed.
+    let pinned = s.demo.commit_aiter(
+        "csrc/notes.txt",
+        &lines(&[(2, "line two")]),
+        "upstream edits line 2",
+    );
+
+    // What git apply --3way makes of it.
+    let theirs = s.tmp.path().join("git-apply");
+    qola_tests::run_ok(
+        std::process::Command::new("git")
+            .args(["clone", "-q"])
+            .arg(&s.demo.aiter)
+            .arg(&theirs),
+    );
+    write(&theirs, "p.patch", &patch);
+    git(&theirs, &["apply", "--3way", "p.patch"]);
+    let expected = std::fs::read_to_string(theirs.join("csrc/notes.txt")).unwrap();
+    assert_eq!(expected, lines(&[(2, "line two"), (5, "line five")]));
+
+    let p = s
+        .options()
+        .commit(&pinned)
+        .try_prepare()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.read("csrc/notes.txt"), expected);
+    assert!(
+        p.warnings.iter().any(|w| w.contains("0003-notes.patch")
+            && w.contains("merged three-way from the blob")
+            && w.contains("git apply --3way")),
+        "{:?}",
+        p.warnings
+    );
+
+    // Upstream changed the patched line itself: the merge conflicts, as git's does.
+    let conflicting = s.demo.commit_aiter(
+        "csrc/notes.txt",
+        &lines(&[(5, "line FIVE")]),
+        "upstream edits line 5",
+    );
+    let before = mtimes(&s.root);
+    let e = s.options().commit(&conflicting).try_prepare().unwrap_err();
+    let PrepareError::PatchFailed { patch, file, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(
+        (patch.as_str(), file.as_str()),
+        ("0003-notes.patch", "csrc/notes.txt")
+    );
+    assert!(
+        e.to_string()
+            .contains("three-way merge from the blob it was made from")
+            && e.to_string().contains("conflicts")
+            && e.to_string().contains("nothing was written"),
+        "{e}"
+    );
+    // The new commit was fetched into .git; the work tree is as it was.
+    let git_dir = s.root.join(".git");
+    let written: Vec<_> = changed(&before, &mtimes(&s.root))
+        .into_iter()
+        .filter(|p| !p.starts_with(&git_dir))
+        .collect();
+    assert!(written.is_empty(), "{written:?}");
+}
+
 #[test]
 fn hunks_at_an_offset_apply_and_are_reported() {
     let s = setup();

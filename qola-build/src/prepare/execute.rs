@@ -191,7 +191,7 @@ fn write_prepared(
     }
     // The marker an older qola left is done with too.
     tree.qola_dir.clear_marker()?;
-    for warning in &tree.applied.offsets {
+    for warning in &tree.applied.notes {
         directives.cargo_warning(warning);
     }
     report.fingerprint = expected_fingerprint;

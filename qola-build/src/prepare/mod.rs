@@ -75,6 +75,10 @@ impl PristineTree for Pinned {
     fn files_under(&self, dir: &str) -> Result<Option<Vec<String>>> {
         Pinned::files_under(self, dir).map(Some)
     }
+
+    fn three_way_base(&self, path: &str, id: &str) -> Result<Option<Vec<u8>>> {
+        Ok(Pinned::superproject_blob(self, path, id))
+    }
 }
 
 impl Prepare {
@@ -296,7 +300,7 @@ fn report(run: &Run, seen: &Seen, decision: &Decision<Compared>) -> Preparation 
         Decision::Prepare { plan, .. } => (plan.action, plan.whys.clone(), &plan.edited),
     };
     let mut warnings = match decision {
-        Decision::Prepare { tree, .. } => tree.tree.applied.offsets.clone(),
+        Decision::Prepare { tree, .. } => tree.tree.applied.notes.clone(),
         _ => Vec::new(),
     };
     warnings.extend(seen.warnings.iter().cloned());

@@ -298,6 +298,20 @@ impl Pinned {
         }
     }
 
+    /// The blob `id` (full or abbreviated) of the superproject's repository, when `path` is the
+    /// superproject's (not a submodule's) and the repository has it.
+    pub(crate) fn superproject_blob(&self, path: &str, id: &str) -> Option<Vec<u8>> {
+        let (owner, _) = self.owner(path);
+        if !owner.path.is_empty() || id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let object = owner
+            .repo
+            .find_object_by_prefix(id, Some(ObjectType::Blob))
+            .ok()?;
+        Some(object.as_blob()?.content().to_vec())
+    }
+
     /// The files (and symlinks) under the directory `dir` at the pinned commits.
     pub(crate) fn files_under(&self, dir: &str) -> Result<Vec<String>> {
         let (owner, rel) = self.owner(dir);

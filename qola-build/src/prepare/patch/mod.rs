@@ -1,5 +1,6 @@
-//! Patches in git's format: parsing, applying hunks with offset search (never fuzz), git binary
-//! patches, and the series (every `*.patch` of a directory, in file-name order).
+//! Patches in git's format: parsing, applying hunks with offset search (never fuzz) and, where
+//! that fails, a three-way merge from the blob the patch was made from (as `git apply --3way`),
+//! git binary patches, and the series (every `*.patch` of a directory, in file-name order).
 //!
 //! qola applies patches itself, in memory, to the pristine blobs of the pinned commits: libgit2's
 //! `apply` has no offset search and cannot reverse-apply (both needed here), and applying in memory

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::binary::apply_delta;
 use super::hunks::apply_hunks;
-use super::model::{BinaryData, Body, FilePatch, LineKind, Patch, PatchFile, Series};
+use super::model::{BinaryData, Body, FilePatch, Hunk, LineKind, Patch, PatchFile, Series};
 use super::parse::parse_patch;
 use crate::prepare::git::Pristine;
 use crate::prepare::git::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK, blob_id};
@@ -97,6 +97,13 @@ pub(crate) trait PristineTree {
     /// The pinned state of `path`.
     fn read(&self, path: &str) -> Result<Pristine>;
 
+    /// The blob `id` (full or abbreviated, from a patch's `index` line) a patch of `path` was
+    /// made from, for a three-way merge, when the repository `path` lives in has it; `None`
+    /// inside a submodule, where `git apply --3way` refuses too.
+    fn three_way_base(&self, _path: &str, _id: &str) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
     /// The files under the directory `dir`, when known (`None`: a directory stays one, and a
     /// patch cannot put a file in its place).
     fn files_under(&self, _dir: &str) -> Result<Option<Vec<String>>> {
@@ -109,8 +116,8 @@ pub(crate) trait PristineTree {
 pub(crate) struct Applied {
     /// Expected content by path (`None`: the series deletes the path).
     pub files: BTreeMap<String, Option<FileContent>>,
-    /// Hunks applied at an offset, as messages.
-    pub offsets: Vec<String>,
+    /// Hunks applied at an offset and files merged three-way, as messages.
+    pub notes: Vec<String>,
 }
 
 /// Why one file section failed.
@@ -129,7 +136,7 @@ pub(crate) fn apply_series(
         base,
         files: BTreeMap::new(),
     };
-    let mut offsets = Vec::new();
+    let mut notes = Vec::new();
     for file in &series.patches {
         let patch =
             parse_patch(&file.name, &file.bytes).map_err(|e| PrepareError::PatchSyntax {
@@ -161,12 +168,8 @@ pub(crate) fn apply_series(
                 check_path(&patch.name, path, &tree)?;
             }
             match apply_section(section, &mut tree) {
-                Ok(moved) => offsets.extend(moved.into_iter().map(|(hunk, by)| {
-                    format!(
-                        "patch {}: {} hunk {hunk} applied {by:+} lines from where it says",
-                        patch.name,
-                        section.display_path()
-                    )
+                Ok(said) => notes.extend(said.into_iter().map(|note| {
+                    format!("patch {}: {} {note}", patch.name, section.display_path())
                 })),
                 Err(failure) => {
                     let upstream = reverse_applies(&patch, base).then(|| pinned.into());
@@ -192,7 +195,7 @@ pub(crate) fn apply_series(
             files.insert(path, content);
         }
     }
-    Ok(Applied { files, offsets })
+    Ok(Applied { files, notes })
 }
 
 /// The pinned tree with the changes of the patches applied so far.
@@ -309,11 +312,11 @@ fn failure(hunk: &str, detail: impl Into<String>) -> FileFailure {
     }
 }
 
-/// Applies one file section; returns the offsets of hunks that moved.
+/// Applies one file section; returns what to tell (hunks that moved, a three-way merge).
 fn apply_section(
     section: &FilePatch,
     tree: &mut Overlay,
-) -> std::result::Result<Vec<(String, isize)>, FileFailure> {
+) -> std::result::Result<Vec<String>, FileFailure> {
     let whole = "(whole file)";
     let read =
         |tree: &Overlay, path: &str| -> std::result::Result<Option<FileContent>, FileFailure> {
@@ -354,19 +357,29 @@ fn apply_section(
         }
     }
     let old_data = old.as_ref().map(|f| f.data.as_slice()).unwrap_or(b"");
-    let mut moved = Vec::new();
+    let mut notes = Vec::new();
     let data = match &section.body {
         Body::None => old_data.to_vec(),
         Body::Text(hunks) => match apply_hunks(old_data, hunks, false) {
             Ok(applied) => {
-                moved = applied.offsets;
+                notes.extend(applied.offsets.into_iter().map(|(hunk, by)| {
+                    format!("hunk {hunk} applied {by:+} lines from where it says")
+                }));
                 applied.data
             }
             Err(f) => {
-                return Err(failure(
-                    &f.header,
-                    "its context and removed lines match nowhere after the previous hunk (qola applies with offsets, never with fuzz)",
-                ));
+                let direct = "its context and removed lines match nowhere after the previous hunk (qola applies with offsets, never with fuzz)";
+                match three_way(section, old_data, hunks, tree.base)? {
+                    ThreeWay::Merged { data, base } => {
+                        notes.push(format!(
+                            "did not apply as it is; merged three-way from the blob {base} it was made from, as `git apply --3way` does"
+                        ));
+                        data
+                    }
+                    ThreeWay::NoBase(why) => {
+                        return Err(failure(&f.header, format!("{direct}; {why}")));
+                    }
+                }
             }
         },
         Body::Binary(forward) => {
@@ -423,7 +436,84 @@ fn apply_section(
                 .insert(new.clone(), Some(FileContent { mode, data }));
         }
     }
-    Ok(moved)
+    Ok(notes)
+}
+
+/// A three-way merge's outcome, when it could be tried.
+enum ThreeWay {
+    /// Merged cleanly from `base`, the blob the patch was made from.
+    Merged { data: Vec<u8>, base: String },
+    /// No merge could be tried: why, for the message.
+    NoBase(String),
+}
+
+/// What `git apply --3way` does with a text patch that does not apply: when the repository has
+/// the blob the patch was made from (its `index` line), apply the patch there and merge the
+/// result into the file as it is now (base: that blob). A clean merge is the file's new content;
+/// a conflict is a failure naming the lines (git leaves conflict markers; qola writes nothing).
+fn three_way(
+    section: &FilePatch,
+    ours: &[u8],
+    hunks: &[Hunk],
+    base: &dyn PristineTree,
+) -> std::result::Result<ThreeWay, FileFailure> {
+    let whole = "(whole file)";
+    let (Some(path), Some(id)) = (&section.old_path, &section.old_id) else {
+        return Ok(ThreeWay::NoBase(
+            "the patch names no blob it was made from (no `index` line) for a three-way merge"
+                .to_string(),
+        ));
+    };
+    let Some(ancestor) = base
+        .three_way_base(path, id)
+        .map_err(|e| failure(whole, e.to_string()))?
+    else {
+        return Ok(ThreeWay::NoBase(format!(
+            "the blob it was made from ({id}) is not in the repository (or the file is in a submodule) for a three-way merge, as `git apply --3way` would try"
+        )));
+    };
+    let Ok(theirs) = apply_hunks(&ancestor, hunks, false) else {
+        return Ok(ThreeWay::NoBase(format!(
+            "it does not apply to the blob it names ({id}) either, so no three-way merge"
+        )));
+    };
+    let input = |content| {
+        let mut input = git2::MergeFileInput::new();
+        input.content(content);
+        input
+    };
+    let merged = git2::merge_file(&input(&ancestor), &input(ours), &input(&theirs.data), None)
+        .map_err(|e| {
+            failure(
+                whole,
+                format!("the three-way merge failed: {}", e.message()),
+            )
+        })?;
+    if !merged.is_automergeable() {
+        let conflicts: Vec<String> = merged
+            .content()
+            .split(|b| *b == b'\n')
+            .enumerate()
+            .filter(|(_, line)| line.starts_with(b"<<<<<<<"))
+            .map(|(n, _)| (n + 1).to_string())
+            .collect();
+        return Err(failure(
+            whole,
+            format!(
+                "it does not apply as it is, and its three-way merge from the blob it was made from ({id}) conflicts (at {} {} of the merge): rebase the patch on this commit",
+                if conflicts.len() == 1 {
+                    "line"
+                } else {
+                    "lines"
+                },
+                conflicts.join(", ")
+            ),
+        ));
+    }
+    Ok(ThreeWay::Merged {
+        data: merged.content().to_vec(),
+        base: id.clone(),
+    })
 }
 
 /// Whether `patch` is already in the pristine tree: every section reverse-applies there.

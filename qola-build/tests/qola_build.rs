@@ -309,6 +309,13 @@ fn a_module_that_cannot_build_is_recorded_and_the_others_are_built() {
         )
     );
     assert_eq!(record["summary"]["failed"], 1);
+    // qola's own line counts the units of the modules built, and says so.
+    assert!(
+        stderr(&run).contains("1/2 modules built, 1 failed; ")
+            && stderr(&run).contains(" units compiled in the modules built"),
+        "{}",
+        stderr(&run)
+    );
     assert_eq!(record["modules"][1]["success"], false);
     assert!(
         record["modules"][1]["error"]

@@ -185,13 +185,19 @@ fn build(c: &BuildCmd) -> ExitCode {
             ),
         };
         // QoLA's command: its lines below are the report; qola's says more, as information.
+        // A module that failed has no unit count (it may have failed before its plan).
         eprintln!(
-            "qola build: {}/{} modules built{prebuilt}, {} failed; {} of {} units compiled{}",
+            "qola build: {}/{} modules built{prebuilt}, {} failed; {} of {} units compiled{}{}",
             r.summary.success,
             r.summary.total,
             r.summary.failed,
             outcome.compiled,
             outcome.units,
+            if r.summary.failed > 0 {
+                " in the modules built"
+            } else {
+                ""
+            },
             if outcome.record_written || outcome.libraries_written > 0 {
                 ""
             } else {

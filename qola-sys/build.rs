@@ -234,7 +234,7 @@ fn aiter(
             include: kernels.join("include"),
             exports: exports.iter().map(|s| s.to_string()).collect(),
         };
-        let library = qola_build::aiter::library(
+        let mut library = qola_build::aiter::library(
             &qola_build::aiter::AiterModuleSpec {
                 root: &prepared.root,
                 module,
@@ -262,10 +262,9 @@ fn aiter(
             println!("cargo:rustc-cfg=qola_{}", &module.name["lib".len()..]);
             gemm_built = true;
         }
-        let name = &library.module.recipe.name;
-        let report = library
-            .build
-            .try_compile(name.strip_prefix("lib").unwrap_or(name))?;
+        let name = library.module.recipe.name.clone();
+        // A batch of CK instances that fails is compiled again one instance each (qola-build).
+        let report = library.try_compile(name.strip_prefix("lib").unwrap_or(&name))?;
         libraries.push(report.library.display().to_string());
     }
     // The status strings every module's statuses need: a library of its own, with

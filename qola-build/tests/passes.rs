@@ -319,49 +319,25 @@ fn ck_instances(root: &Path, hipcc: &Path, place: &Path) -> HipBuild {
 /// The offload targets of the fat binary in `object` and how many kernels (symbols ending in
 /// `.kd`, a kernel's descriptor) each target's code object defines.
 fn fat_binary_kernels(object: &Path, scratch: &Path) -> Vec<(String, usize)> {
-    let bundle = scratch.join("fatbin.bin");
-    let status = Command::new("objcopy")
-        .args(["-O", "binary", "--only-section=.hip_fatbin"])
-        .arg(object)
-        .arg(&bundle)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let bytes = std::fs::read(&bundle).unwrap();
-    let magic = b"__CLANG_OFFLOAD_BUNDLE__";
-    let start = bytes
-        .windows(magic.len())
-        .position(|w| w == magic)
-        .expect("an offload bundle");
-    let bytes = &bytes[start..];
-    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
-    let mut at = magic.len();
-    let entries = u64_at(at);
-    at += 8;
-    let mut found = Vec::new();
-    for _ in 0..entries {
-        let (offset, size, length) = (u64_at(at), u64_at(at + 8), u64_at(at + 16));
-        let target = String::from_utf8_lossy(&bytes[at + 24..at + 24 + length]).into_owned();
-        at += 24 + length;
-        if target.starts_with("host-") {
-            continue;
-        }
-        let code_object = scratch.join("code-object.elf");
-        std::fs::write(&code_object, &bytes[offset..offset + size]).unwrap();
-        let symbols = Command::new("readelf")
-            .arg("-sW")
-            .arg(&code_object)
-            .output()
-            .unwrap();
-        let kernels = String::from_utf8_lossy(&symbols.stdout)
-            .lines()
-            .filter(|l| {
-                l.split_whitespace()
-                    .last()
-                    .is_some_and(|s| s.ends_with(".kd"))
-            })
-            .count();
-        found.push((target, kernels));
-    }
-    found
+    common::code::fat_binary_code_objects(object, scratch)
+        .into_iter()
+        .map(|(target, bytes)| {
+            let code_object = scratch.join("code-object.elf");
+            std::fs::write(&code_object, &bytes).unwrap();
+            let symbols = Command::new("readelf")
+                .arg("-sW")
+                .arg(&code_object)
+                .output()
+                .unwrap();
+            let kernels = String::from_utf8_lossy(&symbols.stdout)
+                .lines()
+                .filter(|l| {
+                    l.split_whitespace()
+                        .last()
+                        .is_some_and(|s| s.ends_with(".kd"))
+                })
+                .count();
+            (target, kernels)
+        })
+        .collect()
 }

@@ -1095,6 +1095,12 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
     assert_eq!(changed, edited_units.iter().collect::<Vec<_>>());
     let fourth = skip(&elsewhere);
     assert!(fourth.status.success(), "{}", stderr(&fourth));
+    // The library was relinked with the edited instances' objects: the summary says so.
+    assert!(
+        !stderr(&fourth).contains("nothing changed in the output directory"),
+        "{}",
+        stderr(&fourth)
+    );
     assert!(
         compiled(&fourth).iter().all(|c| edited_units.contains(c)),
         "{}",

@@ -61,6 +61,55 @@ pub struct AiterLibrary {
     pub build: crate::compile::HipBuild,
 }
 
+impl AiterLibrary {
+    /// Compiles and links the library as [`crate::compile::HipBuild::try_compile`] does; a
+    /// batch of composable_kernel instances that fails is compiled again as its instances, one
+    /// unit each (said once, as a warning), so an error names the instance at fault.
+    pub fn try_compile(
+        &mut self,
+        name: &str,
+    ) -> std::result::Result<crate::compile::CompileReport, crate::compile::CompileError> {
+        let directives = Directives::new(self.build.cargo_metadata_on());
+        self.compile_in(name, &Env::new(&directives))
+    }
+
+    /// [`AiterLibrary::try_compile`] in the context `env`.
+    pub(crate) fn compile_in(
+        &mut self,
+        name: &str,
+        env: &Env,
+    ) -> std::result::Result<crate::compile::CompileReport, crate::compile::CompileError> {
+        loop {
+            match self.build.compile_in(name, env) {
+                Err(crate::compile::CompileError::Compile {
+                    source_file,
+                    stderr,
+                    ..
+                }) if let Some(at) = self
+                    .module
+                    .batches
+                    .iter()
+                    .position(|b| b.file.file_name() == source_file.file_name()) =>
+                {
+                    let batch = self.module.batches.remove(at);
+                    let first = stderr
+                        .lines()
+                        .find(|l| l.contains("error"))
+                        .unwrap_or("")
+                        .trim();
+                    env.directives().warning(&format!(
+                        "{name}: the batch {} did not compile ({first}); its {} instances are compiled one unit each",
+                        batch.file.display(),
+                        batch.members.len()
+                    ));
+                    self.build.replace_file(&batch.file, &batch.members);
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
 /// Assembles the library of `spec`'s module with `api` (see the module docs). Generated code,
 /// the hsa header, wrappers and the version script go under `spec.gen_dir`; each file is
 /// rewritten only when its content changes.

@@ -918,10 +918,8 @@ impl OutputBuild {
                 written: true,
             });
         }
-        let report = lib
-            .build
-            .progress_on_terminal(verbose)
-            .compile_in(&s.md_name, env)?;
+        lib.build.progress_on_terminal(verbose);
+        let report = lib.compile_in(&s.md_name, env)?;
         Ok(Built {
             compiled: report.compiled(),
             units: report.units.len(),

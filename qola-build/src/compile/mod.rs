@@ -50,6 +50,7 @@ pub use error::CompileError;
 pub(crate) use error::Result;
 pub use launcher::FarmReport;
 pub use launcher::{LauncherHits, RemoteFailures};
+pub(crate) use passes::read_guard;
 pub use report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport};
 pub(crate) use resolve::DirectBuild;
 pub(crate) use resolve::Roots;
@@ -143,6 +144,26 @@ impl HipBuild {
     /// Adds a source file.
     pub fn file(&mut self, path: impl AsRef<Path>) -> &mut HipBuild {
         self.files.push(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// Puts `with` where the source `file` was (each with `file`'s own flags): a batch of
+    /// composable_kernel instances compiled again as its members.
+    pub(crate) fn replace_file(&mut self, file: &Path, with: &[PathBuf]) -> &mut HipBuild {
+        self.files.retain(|f| f != file);
+        self.files.extend(with.iter().cloned());
+        let flags: Vec<Vec<String>> = self
+            .file_flags
+            .iter()
+            .filter(|(f, _)| f == file)
+            .map(|(_, flags)| flags.clone())
+            .collect();
+        self.file_flags.retain(|(f, _)| f != file);
+        for flags in flags {
+            for member in with {
+                self.file_flags.push((member.clone(), flags.clone()));
+            }
+        }
         self
     }
 
@@ -366,6 +387,11 @@ impl HipBuild {
     pub fn cargo_metadata(&mut self, on: bool) -> &mut HipBuild {
         self.cargo_metadata = on;
         self
+    }
+
+    /// Whether this build prints Cargo's directives.
+    pub(crate) fn cargo_metadata_on(&self) -> bool {
+        self.cargo_metadata
     }
 }
 

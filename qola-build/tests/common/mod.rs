@@ -3,6 +3,8 @@
 #![allow(clippy::disallowed_methods)] // tests read and set their own environment
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod code;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

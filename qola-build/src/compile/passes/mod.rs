@@ -56,6 +56,7 @@ use std::path::{Path, PathBuf};
 
 pub(crate) use bundle::{Layout, LayoutProbe, probe_layout};
 pub(crate) use guard::Guard;
+pub(crate) use guard::read as read_guard;
 
 /// The `-cuid=` of the unit `unit_id`: from its unit id, so the same unit gets the same one
 /// everywhere.

@@ -2,7 +2,11 @@
 //! the one decision that differs from AITER): its recipe with the manifest's overrides, its
 //! generated code, its includes in AITER's order and AITER's flags for this compiler.
 
+mod batches;
+
 use std::path::{Path, PathBuf};
+
+pub use batches::Batch;
 
 use crate::aiter::codegen::{self, CkInstances, Generated};
 use crate::aiter::error::AiterError;
@@ -57,8 +61,11 @@ pub struct AiterModule {
     pub recipe: ModuleRecipe,
     /// What each generator produced.
     pub generated: Vec<Generated>,
-    /// Every source to compile, sorted (listed sources, then generated `.cpp`/`.cu`/`.hip`).
+    /// Every source to compile, sorted (listed sources, then generated `.cpp`/`.cu`/`.hip`),
+    /// composable_kernel's instances in batches (see `batches`).
     pub sources: Vec<PathBuf>,
+    /// The batches among `sources`, each with the instances it compiles.
+    pub batches: Vec<Batch>,
     /// Include directories in AITER's order.
     pub includes: Vec<PathBuf>,
     /// Compile flags, one argument each, without architectures and includes.
@@ -191,6 +198,22 @@ pub(crate) fn ck_filter_in(
         .value())
 }
 
+/// How many composable_kernel instances a batch holds: `QOLA_BATCH` (a positive number; `1`
+/// compiles one unit per instance), else [`batches::DEFAULT_SIZE`]. The read is tracked.
+pub(crate) fn batch_size(env: &Env) -> Result<usize> {
+    match env.var("QOLA_BATCH")? {
+        None => Ok(batches::DEFAULT_SIZE),
+        Some(value) => match value.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(AiterError::InvalidOption {
+                option: format!("QOLA_BATCH={value}"),
+                problem: "it must be a positive number: how many composable_kernel instances one translation unit compiles (1: one unit per instance)".to_string(),
+            }
+            .into()),
+        },
+    }
+}
+
 /// [`prepare_module`] in the context `env` of the build that asks, CK's instances generated
 /// where `ck_instances` says.
 pub(crate) fn prepare_module_in(
@@ -278,11 +301,23 @@ pub(crate) fn prepare_module_in(
     sources.sort();
     let file_flags = per_source_flags(spec, &recipe, &sources, &mut warnings)?;
     let includes = includes_of(spec.root, &generated, &recipe);
+    // ck-jit compiles CK's instances itself, one by one.
+    let size = match ck_instances {
+        CkInstances::InGeneratorDir => batch_size(env)?,
+        CkInstances::InBlobDir => 1,
+    };
+    let batch_dir = spec.gen_dir.join(&recipe.name).join(batches::DIR);
+    let batches::Batched {
+        sources,
+        batches,
+        file_flags,
+    } = batches::batch_sources(&sources, &file_flags, &includes, size, &batch_dir)?;
     let (flags, dropped_flags, core_flags) = flags_for(spec, &paths, &recipe, &toolchain, env)?;
     Ok(AiterModule {
         recipe,
         generated,
         sources,
+        batches,
         includes,
         flags,
         dropped_flags,

@@ -1,0 +1,386 @@
+//! composable_kernel's instances compiled in batches: several instance files in one translation
+//! unit that qola writes in the build's own directory (never in the tree).
+//!
+//! # Why
+//!
+//! A device pass of a CK instance spends most of its time on what every instance of a family
+//! shares (headers, semantic analysis, common instantiations): ~13 s fixed, then 1–6.5 s per
+//! instance (gfx942, clang 21). Four instances in one unit cost about 0.4× of four units, with
+//! every kernel the same bytes (BENCHMARKS.md, "CK batches").
+//!
+//! # What may go together
+//!
+//! | a member must | because |
+//! |---|---|
+//! | be a generated `.cpp` with a device guard (`compile::passes::Guard`: includes, then `#if !defined(__HIP_DEVICE_COMPILE__) \|\| (EXPR)` around the whole body) | the batch keeps that guard around its whole body, so a dead architecture still gets the empty pass |
+//! | share the text before the guard (its includes), the guard's line and its own flags with the others | one translation unit has one prefix, one condition and one command |
+//! | be found by its name through the module's include directories, in its own directory first | the batch includes it by name (`#include "<file>"`), so the batch's text holds no path |
+//! | define its type aliases (`using NAME = ...;` at the top level) | each member's aliases get a name of their own around its `#include` (`#define NAME qola_<k>_NAME` ... `#undef NAME`): CK's generator names them `_0` in every file; an alias is no symbol, so no symbol changes |
+//!
+//! # Which go together: stable groups
+//!
+//! Within a group (same directory, prefix, guard and flags), members are taken in file-name
+//! order and cut into batches by [`chunks`]: a batch ends after a member whose name hashes to a
+//! cut point once it holds half the size, and at the size. Membership depends only on the
+//! names: not on the machine, the job count or the cache; adding or removing one instance
+//! changes its own batch and at most the few after it until a cut falls on the same name again,
+//! so a narrower CK filter keeps most batches (and their cached objects). `QOLA_BATCH=1`
+//! compiles one unit per instance.
+//!
+//! A batch that fails to compile is compiled again as its members, one unit each, so the error
+//! names the instance at fault (see `library`).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use crate::aiter::error::Result;
+use crate::common::io::{io_error, write_if_changed};
+
+/// The batch size when `QOLA_BATCH` does not say (BENCHMARKS.md, "CK batches").
+pub(crate) const DEFAULT_SIZE: usize = 4;
+
+/// The directory, under the module's generated code, that holds its batches.
+pub(crate) const DIR: &str = "qola-batches";
+
+/// One batch: the translation unit qola writes, and the instance files it includes, in order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Batch {
+    /// The batch's source file (in the module's `qola-batches/`).
+    pub file: PathBuf,
+    /// The instance files it compiles, in order.
+    pub members: Vec<PathBuf>,
+}
+
+/// The ranges of `names` (in order) that form batches of at most `size` (see the module docs).
+pub(crate) fn chunks(names: &[&str], size: usize) -> Vec<Range<usize>> {
+    let size = size.max(1);
+    let least = size.div_ceil(2);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, name) in names.iter().enumerate() {
+        let len = i + 1 - start;
+        let hash = blake3::hash(name.as_bytes());
+        let cut_here = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"))
+            % size as u64
+            == 0;
+        if len >= size || (len >= least && cut_here) {
+            out.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    if start < names.len() {
+        out.push(start..names.len());
+    }
+    out
+}
+
+/// What members of one batch share: their directory, the text before their guard, the guard's
+/// line and their own flags.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Group {
+    dir: PathBuf,
+    prefix: String,
+    if_line: String,
+    flags: Vec<String>,
+}
+
+/// What a source brings to a batch: its group and its aliases.
+struct Candidate {
+    path: PathBuf,
+    name: String,
+    group: Group,
+    aliases: Vec<String>,
+}
+
+/// A module's units with its CK instances in batches.
+pub(crate) struct Batched {
+    /// The sources to compile, sorted: batches and what is compiled alone.
+    pub sources: Vec<PathBuf>,
+    /// The batches among them.
+    pub batches: Vec<Batch>,
+    /// The per-source flags of those sources (a batch has its members').
+    pub file_flags: Vec<(PathBuf, Vec<String>)>,
+}
+
+/// `path` as a batch member, or `None` when it cannot be one (see the module docs).
+fn candidate(path: &Path, flags: &[String], includes: &[PathBuf]) -> Option<Candidate> {
+    if path.extension().is_none_or(|x| x != "cpp") {
+        return None;
+    }
+    let dir = path.parent()?.to_path_buf();
+    let name = path.file_name()?.to_str()?.to_string();
+    // Found by name through the include directories, its own first.
+    let found = includes.iter().find(|d| d.join(&name).is_file())?;
+    if *found != dir {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let guard = crate::compile::read_guard(&text)?;
+    let rest = &text[guard.prefix.len()..];
+    let (if_line, body) = rest.split_once('\n')?;
+    let aliases: Vec<String> = body
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("using ")?;
+            let ident: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            rest[ident.len()..]
+                .trim_start()
+                .starts_with('=')
+                .then_some(ident)
+        })
+        .collect();
+    if aliases.is_empty() {
+        return None;
+    }
+    Some(Candidate {
+        path: path.to_path_buf(),
+        name,
+        group: Group {
+            dir,
+            prefix: guard.prefix,
+            if_line: if_line.to_string(),
+            flags: flags.to_vec(),
+        },
+        aliases,
+    })
+}
+
+/// The batch file's name: its first member's stem and how many follow, short enough for any
+/// file system.
+fn batch_name(first: &str, more: usize) -> String {
+    let stem = first.strip_suffix(".cpp").unwrap_or(first);
+    let stem = match stem.len() > 180 {
+        true => format!(
+            "{}-{}",
+            &stem[..160],
+            &blake3::hash(stem.as_bytes()).to_hex()[..16]
+        ),
+        false => stem.to_string(),
+    };
+    format!("{stem}+{more}.cpp")
+}
+
+/// The text of a batch of `members` (a group's prefix and guard line, then each member's
+/// aliases renamed around its `#include`).
+fn batch_text(members: &[&Candidate]) -> String {
+    let Group {
+        prefix, if_line, ..
+    } = &members[0].group;
+    let mut text = format!(
+        "{prefix}{if_line}\n// qola: {} composable_kernel instances in one translation unit (QOLA_BATCH=1 compiles one\n// unit each); each one's type aliases get a name of their own around its #include.\n",
+        members.len()
+    );
+    for (k, member) in members.iter().enumerate() {
+        for alias in &member.aliases {
+            text.push_str(&format!("#define {alias} qola_{k}_{alias}\n"));
+        }
+        text.push_str(&format!("#include \"{}\"\n", member.name));
+        for alias in &member.aliases {
+            text.push_str(&format!("#undef {alias}\n"));
+        }
+    }
+    text.push_str("#endif\n");
+    text
+}
+
+/// The module's sources with its CK instances in batches of up to `size` (`size` 1: as they
+/// are), the batches written under `gen_dir/<module>/qola-batches/` (only what changed; stale
+/// batches removed), and the flags of each batch (its members').
+pub(crate) fn batch_sources(
+    sources: &[PathBuf],
+    file_flags: &[(PathBuf, Vec<String>)],
+    includes: &[PathBuf],
+    size: usize,
+    dir: &Path,
+) -> Result<Batched> {
+    let flags_of: BTreeMap<&Path, &Vec<String>> =
+        file_flags.iter().map(|(f, v)| (f.as_path(), v)).collect();
+    let no_flags = Vec::new();
+    let mut groups: BTreeMap<_, Vec<Candidate>> = BTreeMap::new();
+    let mut single = Vec::new();
+    for source in sources {
+        let flags = flags_of.get(source.as_path()).copied().unwrap_or(&no_flags);
+        match (size > 1)
+            .then(|| candidate(source, flags, includes))
+            .flatten()
+        {
+            Some(c) => groups.entry(c.group.clone()).or_default().push(c),
+            None => single.push(source.clone()),
+        }
+    }
+    let mut batches = Vec::new();
+    let mut texts = BTreeMap::new();
+    let mut flags = Vec::new();
+    for (group, mut members) in groups {
+        members.sort_by(|a, b| a.name.cmp(&b.name));
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        for range in chunks(&names, size) {
+            let part: Vec<&Candidate> = members[range].iter().collect();
+            if part.len() == 1 {
+                single.push(part[0].path.clone());
+                continue;
+            }
+            let file = dir.join(batch_name(&part[0].name, part.len() - 1));
+            texts.insert(file.clone(), batch_text(&part));
+            if !group.flags.is_empty() {
+                flags.push((file.clone(), group.flags.clone()));
+            }
+            batches.push(Batch {
+                file,
+                members: part.iter().map(|m| m.path.clone()).collect(),
+            });
+        }
+    }
+    write_batches(dir, &texts)?;
+    let mut sources: Vec<PathBuf> = single;
+    sources.extend(batches.iter().map(|b| b.file.clone()));
+    sources.sort();
+    let mut file_flags: Vec<(PathBuf, Vec<String>)> = file_flags
+        .iter()
+        .filter(|(f, _)| sources.contains(f))
+        .cloned()
+        .collect();
+    file_flags.extend(flags);
+    Ok(Batched {
+        sources,
+        batches,
+        file_flags,
+    })
+}
+
+/// Writes `texts` (batch file → text) into `dir`, only what changed, and removes the batches
+/// this build no longer has.
+fn write_batches(dir: &Path, texts: &BTreeMap<PathBuf, String>) -> Result<()> {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !texts.contains_key(&path) {
+                std::fs::remove_file(&path).map_err(io_error("remove the old batch", &path))?;
+            }
+        }
+    }
+    for (file, text) in texts {
+        write_if_changed(file, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| format!("fmha_fwd_d128_bf16_instance_{i:04}_gfx9.cpp"))
+            .collect()
+    }
+
+    fn batches_of(names: &[String], size: usize) -> Vec<Vec<String>> {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        chunks(&refs, size)
+            .into_iter()
+            .map(|r| names[r].to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn batches_hold_at_most_the_size_and_every_instance_once_in_order() {
+        let all = names(300);
+        for size in [1, 2, 4, 8] {
+            let batches = batches_of(&all, size);
+            assert!(batches.iter().all(|b| !b.is_empty() && b.len() <= size));
+            assert_eq!(batches.concat(), all, "size {size}");
+        }
+        assert_eq!(batches_of(&all, 1).len(), 300);
+    }
+
+    #[test]
+    fn one_instance_more_or_less_regroups_its_batch_and_few_after_it() {
+        let all = names(300);
+        let before = batches_of(&all, 4);
+        let mut worst = 0;
+        for removed in 0..all.len() {
+            let mut fewer = all.clone();
+            fewer.remove(removed);
+            let after = batches_of(&fewer, 4);
+            let changed = before.len() - before.iter().filter(|b| after.contains(b)).count();
+            // The batches before the removed one's stay; so do all but a few after it.
+            let at = before
+                .iter()
+                .position(|b| b.contains(&all[removed]))
+                .unwrap();
+            assert!(before[..at].iter().all(|b| after.contains(b)));
+            worst = worst.max(changed);
+        }
+        assert!(
+            worst <= 8,
+            "up to {worst} of {} batches regrouped",
+            before.len()
+        );
+        eprintln!(
+            "one instance removed: at most {worst} of {} batches regrouped",
+            before.len()
+        );
+    }
+
+    #[test]
+    fn a_batch_renames_each_members_aliases_around_its_include_inside_the_guard() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gen_dir = tmp.path().join("0");
+        std::fs::create_dir_all(&gen_dir).unwrap();
+        let instance = |i: usize| {
+            format!(
+                "// generated\n#include \"fmha_fwd.hpp\"\n\n#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))\n\nusing fmha_dtype_0 = X{i};\nusing trait_0   = T<fmha_dtype_0>;\ntemplate<>\nfloat f_<trait_0>() {{ return {i}; }}\n#endif // guard\n"
+            )
+        };
+        let mut sources = Vec::new();
+        for i in 0..3 {
+            let path = gen_dir.join(format!("inst_{i}_gfx9.cpp"));
+            std::fs::write(&path, instance(i)).unwrap();
+            sources.push(path);
+        }
+        // The API file has no guard: a unit of its own.
+        let api = gen_dir.join("fmha_fwd_api.cpp");
+        std::fs::write(&api, "#include \"fmha_fwd.hpp\"\nint api();\n").unwrap();
+        sources.push(api.clone());
+        let dir = tmp.path().join(DIR);
+        let Batched {
+            sources: units,
+            batches,
+            ..
+        } = batch_sources(&sources, &[], std::slice::from_ref(&gen_dir), 3, &dir).unwrap();
+        assert_eq!(batches.len(), 1, "{batches:?}");
+        assert_eq!(batches[0].members, sources[..3]);
+        let mut expected = vec![batches[0].file.clone(), api];
+        expected.sort();
+        assert_eq!(units, expected);
+        let text = std::fs::read_to_string(&batches[0].file).unwrap();
+        assert!(
+            text.starts_with("// generated\n#include \"fmha_fwd.hpp\"\n\n#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("#define fmha_dtype_0 qola_1_fmha_dtype_0\n#define trait_0 qola_1_trait_0\n#include \"inst_1_gfx9.cpp\"\n#undef fmha_dtype_0\n#undef trait_0\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("#endif\n"), "{text}");
+        // The batch keeps the guard: the same prefix and condition as its members.
+        let guard = crate::compile::read_guard(&text).expect("a guarded batch");
+        let member = crate::compile::read_guard(&instance(0)).unwrap();
+        assert_eq!(guard, member);
+        // Batching off: the sources as they are, and the old batch removed.
+        let Batched {
+            sources: units,
+            batches,
+            ..
+        } = batch_sources(&sources, &[], std::slice::from_ref(&gen_dir), 1, &dir).unwrap();
+        assert!(batches.is_empty());
+        sources.sort();
+        assert_eq!(units, sources);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,177 @@
+//! composable_kernel's instances compiled in batches (issue 47), on the real tree with the sid
+//! toolchain: the same code as one unit per instance, the same bytes wherever it is built, and
+//! an edited instance recompiling only its batch.
+
+#![allow(clippy::disallowed_methods)] // tests read and set their own environment
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use qola_build::aiter::{AiterModuleSpec, prepare_module};
+use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
+
+/// The narrow forward's module for gfx942 (four instances of one family), its code generated
+/// under `place`, batched as `QOLA_BATCH` of this process says.
+fn narrow_forward(root: &Path, hipcc: &Path, place: &Path) -> qola_build::aiter::AiterModule {
+    let text = "[[modules]]\nname = \"libmha_fwd\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n";
+    let manifest = qola_build::Manifest::from_str_at(text, Path::new("test.toml")).unwrap();
+    let archs = ["gfx942".to_string()];
+    prepare_module(&AiterModuleSpec {
+        root,
+        module: &manifest.modules[0],
+        archs: &archs,
+        gen_dir: &place.join("gen"),
+        cache: &fixtures_dir().join("cache"),
+        ck_filter: Some(NARROW_FWD_FILTER),
+        variants: &Default::default(),
+        compiler: Some(hipcc),
+        toolchain: None,
+        cargo_metadata: false,
+        registry: None,
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// In a child (`QOLA_BATCH` and `QOLA_TEST_OUT` set by the parent): builds the narrow forward's
+/// CK instances (the API and AITER's own sources aside) with a cache of its own under the
+/// place, prints each unit's source name and object, and the library.
+fn build_in_child(root: &Path, hipcc: &Path) {
+    let place = PathBuf::from(std::env::var_os("QOLA_TEST_OUT").unwrap());
+    let mut module = narrow_forward(root, hipcc, &place);
+    module.sources.retain(|s| {
+        let name = s.file_name().unwrap().to_string_lossy();
+        name.starts_with("fmha_fwd_d128") && name.ends_with("_gfx9.cpp")
+            || s.parent().is_some_and(|d| d.ends_with("qola-batches"))
+    });
+    let report = module
+        .hip_build()
+        .arch("gfx942")
+        .jobs(2)
+        .cache_dir(place.join("cache"))
+        .out_dir(place.join("out"))
+        .cargo_metadata(false)
+        .try_compile("instances")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for unit in &report.units {
+        println!(
+            "\nqola-test-unit {}\t{}",
+            unit.source.file_name().unwrap().to_string_lossy(),
+            unit.object.display()
+        );
+    }
+    println!("\nqola-test-library {}", report.library.display());
+}
+
+/// Runs this test in a child with `QOLA_BATCH=batch`, building under `place`: each unit's
+/// source name and object, and the library.
+fn child_build(test: &str, batch: &str, place: &Path) -> (Vec<(String, PathBuf)>, PathBuf) {
+    let out = common::child(test)
+        .env("QOLA_BATCH", batch)
+        .env("QOLA_TEST_OUT", place)
+        .output()
+        .unwrap();
+    let said = common::text(&out);
+    assert!(out.status.success(), "{said}");
+    let units = said
+        .lines()
+        .filter_map(|l| l.strip_prefix("qola-test-unit "))
+        .map(|l| {
+            let (name, object) = l.split_once('\t').unwrap();
+            (name.to_string(), PathBuf::from(object))
+        })
+        .collect();
+    let library = said
+        .lines()
+        .find_map(|l| l.strip_prefix("qola-test-library "))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("{said}"));
+    (units, library)
+}
+
+/// The narrow forward's four instances, compiled as one batch (`QOLA_BATCH=4`) and as one unit
+/// each (`QOLA_BATCH=1`), have the same kernels: each kernel's instructions and metadata
+/// (registers, spills, LDS, arguments) are equal, and so is every host function (its bytes and
+/// relocations) but the ones
+/// that register a translation unit's kernels and run its static initializers. A second
+/// batched build, in another place, process and cache, gives the same object and library bytes.
+#[test]
+fn a_batch_compiles_the_same_kernels_and_host_code_as_one_unit_per_instance() {
+    const TEST: &str = "a_batch_compiles_the_same_kernels_and_host_code_as_one_unit_per_instance";
+    let (Some(root), Some(hipcc)) = (common::prepared_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    if common::is_child() {
+        build_in_child(&root, &hipcc);
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (batched, batched_library) = child_build(TEST, "4", &tmp.path().join("batched"));
+    let (single, _) = child_build(TEST, "1", &tmp.path().join("single"));
+    assert_eq!(batched.len(), 1, "one batch: {batched:?}");
+    assert!(batched[0].0.ends_with("_gfx9+3.cpp"), "{batched:?}");
+    assert_eq!(single.len(), 4, "four instances: {single:?}");
+
+    // A translation unit's own: its kernels' registration and its static initializers.
+    let own = |f: &str| f.starts_with("__hip_module_") || f.starts_with("_GLOBAL__sub_I_");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let batch = common::code::code_of(&hipcc, &batched[0].1, &scratch);
+    let mut kernels = BTreeMap::new();
+    let mut host = BTreeMap::new();
+    for (name, object) in &single {
+        let code = common::code::code_of(&hipcc, object, &scratch);
+        assert_eq!(code.kernels.len(), 1, "{name}: {:?}", code.kernels.keys());
+        kernels.extend(code.kernels);
+        for (function, text) in code.host.into_iter().filter(|(f, _)| !own(f)) {
+            // A function every instance has (a template's, an inline one's) is the same in each.
+            if let Some(seen) = host.get(&function) {
+                assert!(*seen == text, "{function} differs between instances");
+            }
+            host.insert(function, text);
+        }
+    }
+    assert_eq!(
+        batch.kernels.keys().collect::<Vec<_>>(),
+        kernels.keys().collect::<Vec<_>>()
+    );
+    for (kernel, (instructions, metadata)) in &kernels {
+        let (batch_instructions, batch_metadata) = &batch.kernels[kernel];
+        assert!(!instructions.is_empty(), "{kernel}: no code read");
+        assert!(
+            batch_instructions == instructions,
+            "{kernel}: its code bytes differ"
+        );
+        assert_eq!(batch_metadata, metadata, "{kernel}: metadata");
+    }
+    let compared: Vec<&String> = host.keys().collect();
+    assert_eq!(
+        batch.host.keys().filter(|f| !own(f)).collect::<Vec<_>>(),
+        compared
+    );
+    for function in &compared {
+        assert!(
+            batch.host[*function] == host[*function],
+            "{function}: its code or relocations differ"
+        );
+    }
+    println!(
+        "{} kernels and {} host functions the same (instructions, metadata); {:?} are the translation units' own",
+        kernels.len(),
+        compared.len(),
+        batch.host.keys().filter(|f| own(f)).collect::<Vec<_>>()
+    );
+
+    // Built again elsewhere, from nothing: the same bytes.
+    let (again, again_library) = child_build(TEST, "4", &tmp.path().join("another place"));
+    assert_eq!(again.len(), 1);
+    assert!(
+        std::fs::read(&again[0].1).unwrap() == std::fs::read(&batched[0].1).unwrap(),
+        "the batch's object differs between two builds"
+    );
+    assert!(
+        std::fs::read(&again_library).unwrap() == std::fs::read(&batched_library).unwrap(),
+        "the library differs between two builds"
+    );
+}

@@ -107,6 +107,7 @@
 //! | `QOLA_REGISTRY` | [`OutputBuild`] (`qola build --registry`): a registry in QoLA's format over qola's (see [`aiter::registry`]) |
 //! | `QOLA_AITER_KEEP_INLINE_ALL=1` | [`aiter`]: keep AITER's `-amdgpu-function-calls=false` with upstream clang ≥ 20 (minutes per instance instead of seconds) |
 //! | any name in a recipe's `os.environ.get(NAME, default)` | [`aiter`]: that recipe value, as AITER reads it |
+//! | `QOLA_BATCH` | [`aiter`]: how many composable_kernel instances one translation unit compiles (default 4; `1`: one unit per instance); a batch that fails is compiled again one instance each |
 //! | `QOLA_CK_FILTER`, `QOLA_CK_FILTER_<MODULE>` | [`aiter`] and `qola build`: CK's `--filter` for every module, or for one (`QOLA_CK_FILTER_LIBMHA_BWD`, in CK's `a@b@c` form; `QOLA_CK_FILTER_LIBGEMM_A4W4_BLOCKSCALE`, fnmatch on instance names): narrow builds, over the manifest's variants; a module none of whose generators takes a filter gets a warning. One rule ([`aiter::ck_filter`]): the module's own variable, else `qola build --filter`, else `QOLA_CK_FILTER` |
 //! | `CCACHE_BASEDIR`, `CCACHE_HASHDIR`, `CCACHE_NOHASHDIR`, `SCCACHE_BASEDIRS` | [`HipBuild`] with ccache or sccache: left as the user set them; unset, qola sets them so that launchers hash paths by name |
 //! | `QOLA_TEST_KILL_AT`, `QOLA_TEST_FAIL_AFTER_WRITES` | with the `test-hooks` feature only (qola's own tests): kill a preparation at a named step, fail it after its n-th write |

@@ -33,6 +33,7 @@
 //! 0.8–1.2 GB), on top of Cargo's jobserver.
 
 mod api_generation;
+mod batches;
 mod ck_jit;
 mod codegen;
 pub(crate) mod error;
@@ -51,6 +52,7 @@ mod tree_headers;
 pub use api_generation::{
     ApiGeneration, ForwardExtra, TreeApi, detect as detect_api_generation, read_api,
 };
+pub use batches::Batch;
 pub use codegen::Generated;
 pub use error::AiterError;
 pub(crate) use error::Result;

@@ -165,6 +165,9 @@ pub struct ModulePlan {
     pub core_flags: crate::aiter::CoreFlags,
     /// hsa code objects embedded.
     pub hsa_blobs: usize,
+    /// composable_kernel's instances compiled together: each batch's file (a unit of
+    /// `compile`) and the instances it holds (`QOLA_BATCH`).
+    pub batches: Vec<crate::aiter::Batch>,
     /// The compiles and the link.
     pub compile: CompilePlan,
     /// The library key (`--prebuilt`, `--publish`) and its inputs, or why there is none.
@@ -972,6 +975,7 @@ impl OutputBuild {
                 dropped_flags: lib.module.dropped_flags.clone(),
                 core_flags: lib.module.core_flags.clone(),
                 hsa_blobs: lib.hsa.blobs,
+                batches: lib.module.batches.clone(),
                 compile,
                 library_key,
             });

@@ -2,12 +2,9 @@
 //! the one decision that differs from AITER): its recipe with the manifest's overrides, its
 //! generated code, its includes in AITER's order and AITER's flags for this compiler.
 
-mod batches;
-
 use std::path::{Path, PathBuf};
 
-pub use batches::Batch;
-
+use crate::aiter::batches::{self, Batch};
 use crate::aiter::codegen::{self, CkInstances, Generated};
 use crate::aiter::error::AiterError;
 use crate::aiter::error::Result;

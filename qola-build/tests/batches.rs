@@ -175,3 +175,77 @@ fn a_batch_compiles_the_same_kernels_and_host_code_as_one_unit_per_instance() {
         "the library differs between two builds"
     );
 }
+
+/// An instance that does not compile, in a batch: the batch fails, qola says so once and
+/// compiles its instances one unit each, and the build's error names that instance.
+#[test]
+fn a_batch_that_fails_is_compiled_again_one_instance_each_and_the_error_names_the_instance() {
+    // The fixtures' prepared tree (`aiter-narrow`) needs the wheel's tree.
+    let (Some(_), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = tmp.path().join("fwd.toml");
+    std::fs::write(
+        &manifest,
+        "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [\"gfx942\"]\n\n[[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let qola = |verb: &str| {
+        let mut command = common::qola_command(&["GPU_ARCHS", "QOLA_BATCH"]);
+        command
+            .arg(verb)
+            .arg("-m")
+            .arg(&manifest)
+            .arg("-a")
+            .arg(fixtures_dir().join("aiter-narrow"))
+            .arg("-o")
+            .arg(&out)
+            .env("QOLA_SKIP_PREPARE", "1")
+            .env("HIPCC", &hipcc)
+            .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
+        command
+    };
+    // The plan generates the code; its batch names the instances.
+    let plan = qola("plan").arg("--json").output().unwrap();
+    assert!(plan.status.success(), "{}", common::text(&plan));
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let batch = &plan["modules"][0]["batches"][0];
+    let members: Vec<PathBuf> = batch["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| PathBuf::from(m.as_str().unwrap()))
+        .collect();
+    assert_eq!(members.len(), 4, "{batch}");
+    // The second instance includes a header that does not exist, inside its guard.
+    let broken = &members[1];
+    let text = std::fs::read_to_string(broken).unwrap();
+    let guard = text
+        .find("#if !defined(__HIP_DEVICE_COMPILE__)")
+        .unwrap_or_else(|| panic!("{text}"));
+    let body = guard + text[guard..].find('\n').unwrap() + 1;
+    let edited = format!(
+        "{}#include \"qola_test_missing.h\"\n{}",
+        &text[..body],
+        &text[body..]
+    );
+    std::fs::write(broken, edited).unwrap();
+    let build = qola("build").output().unwrap();
+    let said = common::text(&build);
+    assert_eq!(build.status.code(), Some(1), "{said}");
+    let warned: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("did not compile") && l.contains("compiled one unit each"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{said}");
+    let name = broken.file_name().unwrap().to_string_lossy();
+    assert!(
+        said.lines().any(|l| l.contains("error")
+            && l.contains(name.as_ref())
+            && !l.contains("qola-batches")),
+        "the error names the instance: {said}"
+    );
+}

@@ -180,17 +180,16 @@ fn a_batch_compiles_the_same_kernels_and_host_code_as_one_unit_per_instance() {
 /// compiles its instances one unit each, and the build's error names that instance.
 #[test]
 fn a_batch_that_fails_is_compiled_again_one_instance_each_and_the_error_names_the_instance() {
-    // The fixtures' prepared tree (`aiter-narrow`) needs the wheel's tree.
-    let (Some(_), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let manifest = tmp.path().join("fwd.toml");
-    std::fs::write(
-        &manifest,
-        "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [\"gfx942\"]\n\n[[modules]]\nname = \"libmha_fwd\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n",
-    )
-    .unwrap();
+    // The wheel's AITER, prepared in the fixtures (`aiter-narrow`, as the other builds' tests).
+    let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .archs(&["gfx942"])
+        .narrow_forward()
+        .write(tmp.path().join("fwd.toml"));
     let out = tmp.path().join("out");
     let qola = |verb: &str| {
         let mut command = common::qola_command(&["GPU_ARCHS", "QOLA_BATCH"]);
@@ -202,7 +201,6 @@ fn a_batch_that_fails_is_compiled_again_one_instance_each_and_the_error_names_th
             .arg(fixtures_dir().join("aiter-narrow"))
             .arg("-o")
             .arg(&out)
-            .env("QOLA_SKIP_PREPARE", "1")
             .env("HIPCC", &hipcc)
             .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
             .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);

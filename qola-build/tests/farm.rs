@@ -340,7 +340,9 @@ fn narrow_aiter_forward_on_the_farm(sid: &Path, sccache: &Path, tmp: &Path) {
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or_else(|| panic!("{summary}"));
-    assert!(units >= 8, "{summary}");
+    // The four CK instances in one batch (QOLA_BATCH's default), the dispatch file, AITER's
+    // two sources and qola's wrapper.
+    assert!(units >= 5, "{summary}");
     assert!(
         summary.contains(&format!("{units} distributed to")) && summary.contains(", 0 local"),
         "every unit distributed: {summary}"

@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::io::write_atomic;
+use crate::common::io::write_if_changed;
 
 /// The format of a merged table; a change gives every merge a new key.
 const FORMAT: &str = "qola tuned-table merge 1";
@@ -302,9 +302,7 @@ pub(crate) fn merged(
     let out = cache_dir
         .join(&key.as_str()[..32])
         .join(format!("{name}.csv"));
-    if std::fs::read_to_string(&out).ok().as_deref() != Some(text.as_str()) {
-        write_atomic(&out, text.as_bytes()).map_err(|e| e.to_string())?;
-    }
+    write_if_changed(&out, text.as_bytes()).map_err(|e| e.to_string())?;
     Ok(out)
 }
 

@@ -18,11 +18,13 @@
 //! cargo run --release -p qola-examples --example bench_batches -- [rounds]
 //! ```
 
+#[allow(dead_code)] // this benchmark uses one part of it
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use qola_build::aiter::{AiterModuleSpec, prepare_module};
 use qola_tests::fixtures_dir;
 
 /// The forward: bf16, head dim 128, batch mode, LSE, with and without the mask and dropout, both
@@ -61,22 +63,16 @@ fn child(name: &str, filter: &str, place: &Path) {
         "[[modules]]\nname = \"{name}\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n"
     );
     let manifest = qola_build::Manifest::from_str_at(&text, Path::new("bench.toml")).unwrap();
-    let archs = ["gfx942".to_string()];
-    let spec = AiterModuleSpec {
-        root: &root,
-        module: &manifest.modules[0],
-        archs: &archs,
-        gen_dir: &place.join("gen"),
-        cache: &fixtures_dir().join("cache"),
-        ck_filter: Some(filter),
-        variants: &Default::default(),
-        compiler: Some(&hipcc),
-        toolchain: None,
-        cargo_metadata: false,
-        registry: None,
-    };
     let build = |edit: bool| {
-        let mut module = prepare_module(&spec).unwrap_or_else(|e| panic!("{e}"));
+        let mut module = common::aiter_module(
+            &root,
+            &manifest.modules[0],
+            "gfx942",
+            Some(filter),
+            &place.join("gen"),
+            &fixtures_dir().join("cache"),
+            &hipcc,
+        );
         module.sources.retain(|s| is_instance(s));
         if edit {
             // The first instance (in a batch or alone), a comment appended: a new content.

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::prepared_aiter as prepared;
 use qola_build::HipToolchain;
-use qola_build::aiter::{AiterModule, AiterModuleSpec, embed_hsa, prepare_module};
+use qola_build::aiter::{AiterModuleSpec, embed_hsa, prepare_module};
 
 /// A manifest entry; `receipt: None` keeps the receipts of AITER's own recipe.
 fn module(
@@ -26,30 +26,6 @@ fn module(
     );
     let manifest = qola_build::Manifest::from_str_at(&text, Path::new("test.toml")).unwrap();
     manifest.modules[0].clone()
-}
-
-fn prepare(
-    root: &Path,
-    hipcc: &Path,
-    m: &qola_build::manifest::Module,
-    filter: Option<&str>,
-    gen_dir: &Path,
-) -> AiterModule {
-    let archs = ["gfx942".to_string()];
-    prepare_module(&AiterModuleSpec {
-        root,
-        module: m,
-        archs: &archs,
-        gen_dir,
-        cache: &qola_tests::fixtures_dir().join("cache"),
-        ck_filter: filter,
-        variants: &Default::default(),
-        compiler: Some(hipcc),
-        toolchain: None,
-        cargo_metadata: false,
-        registry: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The file names CK's generator lists for `direction` at `receipt` for gfx942.
@@ -102,7 +78,7 @@ fn code_generation_at_receipt_600_lists_exactly_what_cks_generator_lists() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let fwd = prepare(
+    let fwd = common::prepare_gfx942_module(
         &root,
         &hipcc,
         &module("libmha_fwd", None, &["fwd_splitkv", "batch_prefill"]),
@@ -119,7 +95,7 @@ fn code_generation_at_receipt_600_lists_exactly_what_cks_generator_lists() {
     assert_eq!(listed.len(), 2693, "2,692 gfx9 instances and the API file");
     assert_eq!(names(&ck_fwd.files), listed);
 
-    let bwd = prepare(
+    let bwd = common::prepare_gfx942_module(
         &root,
         &hipcc,
         &module("libmha_bwd", None, &[]),
@@ -152,7 +128,7 @@ fn code_generation_at_receipt_600_lists_exactly_what_cks_generator_lists() {
     }
 
     // Unchanged inputs: the generators do not run again, and no file is rewritten.
-    let again = prepare(
+    let again = common::prepare_gfx942_module(
         &root,
         &hipcc,
         &module("libmha_fwd", None, &["fwd_splitkv", "batch_prefill"]),
@@ -221,7 +197,8 @@ fn the_plan_gives_one_instance_aiters_flags() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let m = module("libmha_fwd", Some(700), &["fwd_splitkv", "batch_prefill"]);
-    let aiter = prepare(&root, &hipcc, &m, Some("*_d128_bf16_batch_*"), tmp.path());
+    let aiter =
+        common::prepare_gfx942_module(&root, &hipcc, &m, Some("*_d128_bf16_batch_*"), tmp.path());
     assert_eq!(
         aiter.dropped_flags,
         ["-mllvm -amdgpu-coerce-illegal-types=1"]

@@ -9,7 +9,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use qola_build::aiter::{AiterModuleSpec, prepare_module};
 use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
 
 /// The narrow forward's module for gfx942 (four instances of one family), its code generated
@@ -17,21 +16,13 @@ use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
 fn narrow_forward(root: &Path, hipcc: &Path, place: &Path) -> qola_build::aiter::AiterModule {
     let text = "[[modules]]\nname = \"libmha_fwd\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n";
     let manifest = qola_build::Manifest::from_str_at(text, Path::new("test.toml")).unwrap();
-    let archs = ["gfx942".to_string()];
-    prepare_module(&AiterModuleSpec {
+    common::prepare_gfx942_module(
         root,
-        module: &manifest.modules[0],
-        archs: &archs,
-        gen_dir: &place.join("gen"),
-        cache: &fixtures_dir().join("cache"),
-        ck_filter: Some(NARROW_FWD_FILTER),
-        variants: &Default::default(),
-        compiler: Some(hipcc),
-        toolchain: None,
-        cargo_metadata: false,
-        registry: None,
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
+        hipcc,
+        &manifest.modules[0],
+        Some(NARROW_FWD_FILTER),
+        &place.join("gen"),
+    )
 }
 
 /// In a child (`QOLA_BATCH` and `QOLA_TEST_OUT` set by the parent): builds the narrow forward's

@@ -388,3 +388,29 @@ pub fn link_caller(
     }
     qola_tests::run_ok(command.arg("-o").arg(program));
 }
+
+/// Module `m` of the tree at `root` for gfx942 with `hipcc`, its code generated under
+/// `gen_dir` (CK's `--filter` `filter`), flag probes in the fixtures' cache.
+pub fn prepare_gfx942_module(
+    root: &Path,
+    hipcc: &Path,
+    m: &qola_build::manifest::Module,
+    filter: Option<&str>,
+    gen_dir: &Path,
+) -> qola_build::aiter::AiterModule {
+    let archs = ["gfx942".to_string()];
+    qola_build::aiter::prepare_module(&qola_build::aiter::AiterModuleSpec {
+        root,
+        module: m,
+        archs: &archs,
+        gen_dir,
+        cache: &qola_tests::fixtures_dir().join("cache"),
+        ck_filter: filter,
+        variants: &Default::default(),
+        compiler: Some(hipcc),
+        toolchain: None,
+        cargo_metadata: false,
+        registry: None,
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}

@@ -43,6 +43,7 @@ fn build_in_child(root: &Path, hipcc: &Path) {
         .cache_dir(place.join("cache"))
         .out_dir(place.join("out"))
         .cargo_metadata(false)
+        .timings(true)
         .try_compile("instances")
         .unwrap_or_else(|e| panic!("{e}"));
     for unit in &report.units {
@@ -103,6 +104,29 @@ fn a_batch_compiles_the_same_kernels_and_host_code_as_one_unit_per_instance() {
     assert_eq!(batched.len(), 1, "one batch: {batched:?}");
     assert!(batched[0].0.ends_with("_gfx9+3.cpp"), "{batched:?}");
     assert_eq!(single.len(), 4, "four instances: {single:?}");
+
+    // The timings report names the batch's instances: in its trace and on its page.
+    let out = tmp.path().join("batched").join("out");
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("qola-timings-instances.json")).unwrap())
+            .unwrap();
+    let holds: Vec<&str> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ph"] == "X" && e["args"]["source"].as_str().unwrap().ends_with("+3.cpp"))
+        .map(|e| e["args"]["holds"].as_array().unwrap())
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    let mut names: Vec<&str> = single.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort();
+    let mut sorted = holds.clone();
+    sorted.sort();
+    assert_eq!(sorted, names, "the batch's instances in the trace");
+    let page = std::fs::read_to_string(out.join("qola-timings-instances.html")).unwrap();
+    assert!(page.contains(holds[0]), "the page lists the instances");
 
     // A translation unit's own: its kernels' registration and its static initializers.
     let own = |f: &str| f.starts_with("__hip_module_") || f.starts_with("_GLOBAL__sub_I_");

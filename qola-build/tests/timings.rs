@@ -72,8 +72,16 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("{text}\n// changed\n")).unwrap();
     }
+    // One unit says what it holds besides itself (as a batch of instances does): no key
+    // changes, and the report lists the names under it.
     let out = tmp.path().join("warm");
-    let report = build(&kernels, &cache, &out);
+    let report = builder(&kernels, &cache, &out)
+        .file_holds(
+            kernels.dir.join("fwd_bf16.hip"),
+            &["instance_a.cpp".to_string(), "instance_b.cpp".to_string()],
+        )
+        .try_compile("qola_mha")
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.compiled(), 2);
     let page = out.join("qola-timings-qola_mha.html");
     let log = std::fs::read_to_string(&report.log).unwrap();
@@ -122,6 +130,12 @@ fn the_report_of_a_real_build_shows_its_units_legend_and_summary_in_a_real_brows
     assert!(
         dom.contains("outlined: a job on the critical path"),
         "every mark is in the legend: {dom}"
+    );
+    assert!(
+        dom.contains(
+            "<div class=\"holds\">instance_a.cpp</div><div class=\"holds\">instance_b.cpp</div>"
+        ),
+        "the unit's instances under its name: {dom}"
     );
     // The slowest units say how each ended in words, never a style's name.
     assert!(

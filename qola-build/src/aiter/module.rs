@@ -113,6 +113,19 @@ impl AiterModule {
         for (file, flags) in &self.file_flags {
             build.file_flags(file, flags);
         }
+        for batch in &self.batches {
+            let names: Vec<String> = batch
+                .members
+                .iter()
+                .map(|m| {
+                    m.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            build.file_holds(&batch.file, &names);
+        }
         build
     }
 }

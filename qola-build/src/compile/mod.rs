@@ -78,6 +78,7 @@ pub(crate) use toolchain::resolve_archs;
 pub struct HipBuild {
     files: Vec<PathBuf>,
     file_flags: Vec<(PathBuf, Vec<String>)>,
+    file_holds: Vec<(PathBuf, Vec<String>)>,
     includes: Vec<PathBuf>,
     defines: Vec<(String, Option<String>)>,
     flags: Vec<String>,
@@ -115,6 +116,7 @@ impl HipBuild {
         HipBuild {
             files: Vec::new(),
             file_flags: Vec::new(),
+            file_holds: Vec::new(),
             includes: Vec::new(),
             defines: Vec::new(),
             flags: Vec::new(),
@@ -159,6 +161,7 @@ impl HipBuild {
             .map(|(_, flags)| flags.clone())
             .collect();
         self.file_flags.retain(|(f, _)| f != file);
+        self.file_holds.retain(|(f, _)| f != file);
         for flags in flags {
             for member in with {
                 self.file_flags.push((member.clone(), flags.clone()));
@@ -180,6 +183,15 @@ impl HipBuild {
     pub fn file_flags(&mut self, path: impl AsRef<Path>, flags: &[String]) -> &mut HipBuild {
         self.file_flags
             .push((path.as_ref().to_path_buf(), flags.to_vec()));
+        self
+    }
+
+    /// What the source `path` compiles besides itself, by name (the composable_kernel
+    /// instances a batch includes): the timings report lists them under the unit. Changes no
+    /// key and no command.
+    pub fn file_holds(&mut self, path: impl AsRef<Path>, names: &[String]) -> &mut HipBuild {
+        self.file_holds
+            .push((path.as_ref().to_path_buf(), names.to_vec()));
         self
     }
 

@@ -110,6 +110,10 @@ impl HipBuild {
                     .collect(),
                 None => Vec::new(),
             };
+            let holds = match self.file_holds.iter().find(|(f, _)| f == file) {
+                Some((_, names)) => names.clone(),
+                None => Vec::new(),
+            };
             let mut settings = resolved.settings.clone();
             settings.args.extend(extra.iter().cloned());
             let id = crate::compile::cache::unit_id(&settings, &name);
@@ -118,6 +122,7 @@ impl HipBuild {
                 source,
                 name,
                 extra,
+                holds,
                 settings,
                 id,
                 facts,
@@ -194,7 +199,10 @@ impl HipBuild {
             Ok(tmpdir) => r.launcher.unit_answers(&stage::launcher_log(&tmpdir)),
             Err(_) => Default::default(),
         };
-        let names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
+        let names: Vec<(String, Vec<String>)> = units
+            .iter()
+            .map(|u| (u.name.clone(), u.holds.clone()))
+            .collect();
         let timeline = timings::collect::timeline(
             timings::Inputs {
                 library: name,

@@ -20,6 +20,8 @@ pub(crate) struct Looked {
     pub name: String,
     /// Flags of this unit alone ([`super::HipBuild::file_flags`]), as names, after the build's.
     pub extra: Vec<String>,
+    /// What it compiles besides itself ([`super::HipBuild::file_holds`]), for the timings.
+    pub holds: Vec<String>,
     /// How it is compiled: the build's settings, and its own flags after them.
     pub settings: Invocation,
     /// The unit id (see `cache::key`).

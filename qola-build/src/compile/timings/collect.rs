@@ -29,11 +29,12 @@ pub(crate) struct Answers<'a> {
     pub distributed: bool,
 }
 
-/// The timeline of `library`'s build: its units (`reports`, named `names`), jobs and answers.
+/// The timeline of `library`'s build: its units (`reports`, each named in `names` with what it
+/// holds besides itself), jobs and answers.
 pub(crate) fn timeline(
     head: Inputs,
     reports: &[UnitReport],
-    names: &[String],
+    names: &[(String, Vec<String>)],
     jobs: &Jobs,
     answers: &Answers,
 ) -> Timeline {
@@ -54,14 +55,15 @@ pub(crate) fn timeline(
             } else if answers.distributed {
                 Ended::Distributed
             } else {
-                match answers.launcher.get(&names[i]) {
+                match answers.launcher.get(&names[i].0) {
                     Some(Answer::Local) => Ended::LauncherCache,
                     Some(Answer::Remote) => Ended::RemoteCache,
                     Some(Answer::Miss) | None => Ended::Compiled,
                 }
             };
             UnitRow {
-                source: names[i].clone(),
+                source: names[i].0.clone(),
+                holds: names[i].1.clone(),
                 ended,
                 reason: report.reason.clone(),
                 passes: report.passes.clone(),

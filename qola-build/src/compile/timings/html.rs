@@ -23,6 +23,7 @@ svg text.bar { font-size: 10px; pointer-events: none; }
 table { border-collapse: collapse; font-size: 12px; }
 td, th { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 td { max-width: 380px; overflow-wrap: anywhere; }
+td div.holds { font-size: 11px; color: #555; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 rect.critical, i.critical { stroke: #000; stroke-width: 1.5; outline: 1.5px solid #000; outline-offset: -1.5px; }
 i.critical { background: #fff; }
@@ -99,6 +100,8 @@ const html = (tag, attrs, text) => {
 const secs = s => s >= 100 ? s.toFixed(0) + ' s' : s.toFixed(1) + ' s';
 const mib = b => b == null ? '-' : (b / 1048576).toFixed(0) + ' MiB';
 const base = p => p.split('/').pop();
+// What a unit holds besides itself (a batch's instances), one name a line.
+const held = u => u.holds.map(h => '\n  holds ' + base(h)).join('');
 const last = Math.max(D.wall, ...D.spans.map(s => s.start + s.seconds), 0.001);
 // The axis runs to the first tick at or after the build's end: it covers the whole build.
 const step = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200]
@@ -164,7 +167,7 @@ if (reused.length) {
   reused.forEach(([u, i], k) => {
     const r = el('rect', {x: LEFT + k * w, y: 16 + LANE * lane, width: Math.max(1, w - 1), height: LANE - 4,
                           class: 'qola-cache', 'data-unit': i, 'data-ended': 'qola-cache'});
-    r.append(el('title', {}, u.source + '\n' + u.reason));
+    r.append(el('title', {}, u.source + held(u) + '\n' + u.reason));
     timeline.append(r);
   });
   lane += 1;
@@ -179,7 +182,7 @@ D.spans.forEach((s, i) => {
                  height: LANE - 4, class: kind + (D.critical.includes(i) ? ' critical' : ''), 'data-ended': kind};
   if (s.unit != null) attrs['data-unit'] = s.unit;
   const r = el('rect', attrs);
-  r.append(el('title', {}, (u ? u.source : 'precompiled header') + '\n' + s.label + ': ' + secs(s.seconds) +
+  r.append(el('title', {}, (u ? u.source + held(u) : 'precompiled header') + '\n' + s.label + ': ' + secs(s.seconds) +
     ', CPU ' + secs(s.cpu) + ', peak ' + mib(s.peak) + (u ? '\n' + u.reason : '')));
   timeline.append(r);
   // The bar's name where it fits.
@@ -228,7 +231,9 @@ const rows = D.units.map((u, i) => [u, i]).filter(([u]) => u.ended !== 'qola-cac
   .sort((a, b) => b[0].seconds - a[0].seconds).slice(0, 25);
 for (const [u, i] of rows) {
   const tr = html('tr', {'data-unit': i});
-  tr.append(html('td', {title: u.source}, base(u.source)), html('td', {}, words[u.ended]),
+  const source = html('td', {title: u.source}, base(u.source));
+  for (const name of u.holds) source.append(html('div', {class: 'holds'}, base(name)));
+  tr.append(source, html('td', {}, words[u.ended]),
             html('td', {class: 'n'}, secs(u.seconds)), html('td', {class: 'n'}, secs(u.cpu)),
             html('td', {class: 'n'}, mib(u.peak)), html('td', {}, u.passes), html('td', {}, u.reason));
   slow.append(tr);

@@ -9,6 +9,7 @@
 //! | part | from | shown as |
 //! |---|---|---|
 //! | a span per job: the unit, what the job is (`one call`, `device gfx942`, `empty device gfx950`, `bundle`, `host`, `precompiled header`), its slot, start, seconds, CPU seconds, peak memory | the runner's outcomes (`run`) and the staged jobs' labels (`stage`) | a bar on the slot's lane |
+//! | what a unit holds besides itself: a batch's composable_kernel instances | the build's [`crate::HipBuild::file_holds`] | in the bar's tooltip, the slowest units' table and the trace's arguments |
 //! | how each unit ended: compiled here, from qola's cache, from the launcher's local cache, from its remote storage, distributed, failed | the plan (qola's cache), ccache's stats log (one entry per compile, `CCACHE_STATSLOG`), the farm launcher | the bar's colour, the legend with counts |
 //! | concurrency and memory in use over time | the spans (a job holds its measured peak for its whole span: an upper bound) | two step charts, against the job cap and the memory the cap divided |
 //! | the slowest units | the units' seconds, with the plan's reason (`new content: …`) | a table |
@@ -97,6 +98,8 @@ pub(crate) struct Span {
 pub(crate) struct UnitRow {
     /// Its source, as the build names it.
     pub source: String,
+    /// What it compiles besides itself (a batch's instances), by name.
+    pub holds: Vec<String>,
     /// How it ended.
     pub ended: Ended,
     /// Why it compiled, or where its object was compiled.

@@ -41,6 +41,7 @@ pub(super) fn chrome_trace(timeline: &Timeline) -> String {
             "ts": micros(span.start), "dur": micros(span.seconds),
             "args": {
                 "source": source,
+                "holds": unit.map(|u| &u.holds),
                 "job": span.label,
                 "cpu_seconds": span.cpu,
                 "peak_bytes": span.peak,

@@ -132,8 +132,9 @@ pub struct BuildOutcome {
     pub units: usize,
     /// The modules whose files came prebuilt, with the bytes fetched (0: already in place).
     pub prebuilt: Vec<(String, u64)>,
-    /// The libraries this build wrote (linked, or copied from a prebuilt group's directory).
-    pub libraries_written: usize,
+    /// The libraries this build wrote (linked, or copied from a prebuilt group's directory),
+    /// relative to the output directory (`lib/module_mha_fwd.so`), in the manifest's order.
+    pub libraries_written: Vec<PathBuf>,
 }
 
 /// What `qola build` would do: each module's plan, and the warnings the build would give.
@@ -657,7 +658,7 @@ impl OutputBuild {
             eprintln!("qola: warning: {warning}");
         }
         let mut modules = Vec::new();
-        let (mut compiled, mut units, mut libraries_written) = (0, 0, 0);
+        let (mut compiled, mut units, mut libraries_written) = (0, 0, Vec::new());
         let mut prebuilt = Vec::new();
         for (i, s) in selected.iter().enumerate() {
             let start = Instant::now();
@@ -686,7 +687,14 @@ impl OutputBuild {
                 Ok(built) => {
                     compiled += built.compiled;
                     units += built.units;
-                    libraries_written += usize::from(built.written);
+                    if built.written {
+                        libraries_written.push(
+                            s.so_path
+                                .strip_prefix(&self.output_dir)
+                                .unwrap_or(&s.so_path)
+                                .to_path_buf(),
+                        );
+                    }
                     (true, String::new())
                 }
                 Err(e) => {

@@ -198,11 +198,7 @@ fn build(c: &BuildCmd) -> ExitCode {
             } else {
                 ""
             },
-            if outcome.record_written || outcome.libraries_written > 0 {
-                ""
-            } else {
-                "; nothing changed in the output directory"
-            }
+            written_summary(&outcome)
         );
         println!(
             "Build complete: {}/{} succeeded, {} failed.",
@@ -215,6 +211,24 @@ fn build(c: &BuildCmd) -> ExitCode {
     match r.summary.failed {
         0 => ExitCode::SUCCESS,
         _ => exit::status(exit::ERROR),
+    }
+}
+
+/// What `qola build` wrote in the output directory, said at the end of its summary line:
+/// `; wrote lib/module_mha_fwd.so and manifest.json`, or that nothing changed there.
+fn written_summary(outcome: &qola_build::BuildOutcome) -> String {
+    let mut written: Vec<String> = outcome
+        .libraries_written
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if outcome.record_written {
+        written.push("manifest.json".to_string());
+    }
+    match &written[..] {
+        [] => "; nothing changed in the output directory".to_string(),
+        [one] => format!("; wrote {one}"),
+        [first @ .., last] => format!("; wrote {} and {last}", first.join(", ")),
     }
 }
 

@@ -32,40 +32,28 @@
 //! measured peak, [`CK_UNIT_MEMORY`] before the first measurement (a CK instance peaks at
 //! 0.8–1.2 GB), on top of Cargo's jobserver.
 
-mod api_generation;
-mod batches;
-mod ck_jit;
-mod codegen;
 pub(crate) mod error;
-mod hsa;
 mod library;
 mod module;
-mod needs;
 mod output;
-mod plan;
 pub mod prebuilt;
 mod recipe;
 pub mod registry;
-mod third_party;
-mod tree_headers;
 
-pub use api_generation::{
-    ApiGeneration, ForwardExtra, TreeApi, detect as detect_api_generation, read_api,
-};
-pub use batches::Batch;
-pub use codegen::Generated;
 pub use error::AiterError;
-pub(crate) use error::Result;
-pub use hsa::{EmbeddedHsa, embed_hsa};
-pub use library::{AiterLibrary, Api, CppApi, library};
+pub(crate) use error::{ModuleKeyError, Result};
+pub use library::{
+    AiterLibrary, Api, ApiGeneration, CppApi, ForwardExtra, TreeApi, detect_api_generation,
+    library, read_api,
+};
 pub(crate) use module::generator_python;
 pub use module::{
-    AiterModule, AiterModuleSpec, CK_UNIT_MEMORY, check_ck_toolchain, ck_filter, prepare_module,
+    AiterModule, AiterModuleSpec, Batch, CK_UNIT_MEMORY, EmbeddedHsa, Generated,
+    check_ck_toolchain, ck_filter, embed_hsa, prepare_module,
 };
 pub use output::{
-    BuildOutcome, BuildPlan, BuildRecord, ModulePlan, ModuleRecord, OutputBuild, Summary,
-    check_groups,
+    BuildOutcome, BuildPlan, BuildRecord, GeneratorPlan, ModulePlan, ModuleRecord, OutputBuild,
+    Summary, check_groups,
 };
-pub use plan::GeneratorPlan;
 pub use recipe::CoreFlags;
 pub use recipe::{AiterPaths, ModuleRecipe};

@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::aiter::error::Result;
+use crate::aiter::Result;
 use crate::common::io::{io_error, write_if_changed};
 
 /// The batch size when `QOLA_BATCH` does not say (BENCHMARKS.md, "CK batches").

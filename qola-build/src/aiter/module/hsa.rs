@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::aiter::error::Result;
+use crate::aiter::Result;
 use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
 

@@ -24,7 +24,7 @@
 
 use std::path::Path;
 
-use crate::aiter::error::{AiterError, Result};
+use crate::aiter::{AiterError, Result};
 use crate::common::io::io_error;
 
 /// A generation of AITER's C++ attention API (see the module docs).

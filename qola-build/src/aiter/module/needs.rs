@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::aiter::error::{AiterError, Result};
+use crate::aiter::{AiterError, Result};
 
 /// The feature switches of AITER's composable_kernel code.
 const CK_SWITCHES: &[&str] = &["FAV2_ON"];

@@ -1,6 +1,6 @@
 //! `qola plan`: every command `qola build` would run for a manifest's modules (code generation,
 //! each compile with its cache key and whether it is cached, the link), without compiling: the
-//! same [`super::library`] assembly as the build (wrapper, defines, embedded hsa, exports), so
+//! same [`crate::aiter::library`] assembly as the build (wrapper, defines, embedded hsa, exports), so
 //! the plan is exactly what the build runs. Code generation does run (its output decides the
 //! units). See [`super::OutputBuild::try_plan`].
 
@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::aiter::codegen::Generated;
+use crate::aiter::module::Generated;
 
 /// One code generator of a module.
 #[derive(Debug, Clone, Serialize)]

@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::aiter::error::{AiterError, Result};
+use crate::aiter::{AiterError, Result};
 use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
 
-use super::recipe::generator_argv;
+use crate::aiter::recipe::generator_argv;
 
 /// One generator's run (or reuse).
 #[derive(Debug, Clone)]

@@ -2,13 +2,24 @@
 //! the one decision that differs from AITER): its recipe with the manifest's overrides, its
 //! generated code, its includes in AITER's order and AITER's flags for this compiler.
 
+mod batches;
+mod codegen;
+mod hsa;
+mod needs;
+mod third_party;
+mod tree_headers;
+
+pub use batches::Batch;
+pub(crate) use codegen::CkInstances;
+pub use codegen::Generated;
+pub use hsa::{EmbeddedHsa, embed_hsa};
+pub(crate) use hsa::{HsaForm, absent as absent_hsa, embed_hsa_map};
+pub(crate) use tree_headers::copy as copy_tree_headers;
+
 use std::path::{Path, PathBuf};
 
-use crate::aiter::batches::{self, Batch};
-use crate::aiter::codegen::{self, CkInstances, Generated};
-use crate::aiter::error::AiterError;
-use crate::aiter::error::Result;
-use crate::aiter::needs;
+use crate::aiter::AiterError;
+use crate::aiter::Result;
 use crate::aiter::recipe::{self, AiterPaths, ModuleRecipe};
 use crate::aiter::registry::{Context, Registry};
 use crate::build_script::Env;
@@ -282,8 +293,8 @@ pub(crate) fn prepare_module_in(
         spec.cache,
         &spec.gen_dir.join("qola-flag-probe"),
     )?;
-    let third_party = crate::aiter::third_party::includes(spec.root, &recipe.third_party, env)
-        .map_err(|why| {
+    let third_party =
+        third_party::includes(spec.root, &recipe.third_party, env).map_err(|why| {
             key_error(
                 spec,
                 "third_party",
@@ -429,7 +440,7 @@ fn per_source_flags(
 pub(crate) fn key_error(spec: &AiterModuleSpec, key: &str, value: &str, why: &str) -> crate::Error {
     let module = &spec.module;
     match module.lines.get(key) {
-        Some(&line) => AiterError::ModuleKey(Box::new(crate::aiter::error::ModuleKeyError {
+        Some(&line) => AiterError::ModuleKey(Box::new(crate::aiter::ModuleKeyError {
             manifest: module.manifest.clone(),
             line,
             module: module.name.clone(),
@@ -460,7 +471,7 @@ fn recipe_of(
     // The registry's entry (QoLA's cpp_itfs replacements): after the manifest's overrides, as
     // QoLA applies it, so its generators are neither dropped nor given another receipt.
     if let Some(entry) = spec.registry().entry(&spec.module.name) {
-        let generation = crate::aiter::api_generation::detect(spec.root).ok();
+        let generation = crate::aiter::library::detect_api_generation(spec.root).ok();
         let cx = Context {
             paths,
             api_generation: generation.map(|g| g.name()),

@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-use crate::aiter::error::Result;
+use crate::aiter::Result;
 use crate::common::io::{io_error, write_if_changed};
 
 /// Where the copy goes under the output directory.

@@ -24,19 +24,24 @@
 //! first asked for by its library key; the tree is prepared only when a module must be built
 //! here. With `--publish`, each module built here from a tree qola prepared is published.
 
+mod ck_jit;
+mod plan;
+
+pub use plan::GeneratorPlan;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::aiter::ck_jit::CkJit;
-use crate::aiter::codegen::CkInstances;
-use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::{AiterLibrary, Api, CppApi, library_in};
+use crate::aiter::module::CkInstances;
 use crate::aiter::module::{AiterModuleSpec, ck_filter_in};
+use crate::aiter::output::ck_jit::CkJit;
 use crate::aiter::prebuilt::KeyContext;
 use crate::aiter::prebuilt::{Arrival, LibraryKey, Stores, Trust};
 use crate::aiter::registry::Registry;
+use crate::aiter::{AiterError, Result};
 use crate::build_script::{Directives, Env};
 use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
@@ -159,7 +164,7 @@ pub struct ModulePlan {
     /// Whether its compile commands are shown (the entry's `verbose`, or `-v`).
     pub verbose: bool,
     /// The code generators, with whether they ran now and what they produced.
-    pub generators: Vec<crate::aiter::plan::GeneratorPlan>,
+    pub generators: Vec<crate::aiter::output::plan::GeneratorPlan>,
     /// Flags AITER asks for that the compiler does not know (dropped).
     pub dropped_flags: Vec<String>,
     /// The flag lists the tree's own `core.py` gives the module (`flags_cc`, `flags_hip`).
@@ -214,7 +219,7 @@ struct Inputs {
     registry: Registry,
     /// The user's registry, when one is given.
     user_registry: Option<PathBuf>,
-    /// The ck-jit run the build is under (see [`crate::aiter::ck_jit`]).
+    /// The ck-jit run the build is under (see [`ck_jit`]).
     ck_jit: Option<CkJit>,
 }
 
@@ -750,7 +755,7 @@ impl OutputBuild {
             .header_names()
             .map(|name| format!("include/{name}"))
             .collect();
-        files.extend(crate::aiter::tree_headers::copy(
+        files.extend(crate::aiter::module::copy_tree_headers(
             &api.headers,
             &ctx.root,
             &self.output_dir,
@@ -978,7 +983,7 @@ impl OutputBuild {
                     .module
                     .generated
                     .iter()
-                    .map(crate::aiter::plan::GeneratorPlan::of)
+                    .map(crate::aiter::output::plan::GeneratorPlan::of)
                     .collect(),
                 dropped_flags: lib.module.dropped_flags.clone(),
                 core_flags: lib.module.core_flags.clone(),

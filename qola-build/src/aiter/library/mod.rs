@@ -6,18 +6,21 @@
 //! its exports (QoLA's C++ API: the registry's `add_srcs` and version script, see
 //! [`crate::aiter::registry`]).
 
+mod api_generation;
+
+use crate::aiter::registry::{self, Context, Registry};
+pub use api_generation::{
+    ApiGeneration, ForwardExtra, TreeApi, detect as detect_api_generation, read_api,
+};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::aiter::api_generation::{
-    ApiGeneration, TreeApi, detect as detect_api_generation, read_api,
-};
-use crate::aiter::codegen::CkInstances;
-use crate::aiter::error::Result;
-use crate::aiter::hsa::{EmbeddedHsa, HsaForm, embed_hsa, embed_hsa_map};
+use crate::aiter::Result;
+use crate::aiter::module::CkInstances;
 use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module_in};
+use crate::aiter::module::{EmbeddedHsa, HsaForm, absent_hsa, embed_hsa, embed_hsa_map};
 use crate::aiter::recipe::AiterPaths;
-use crate::aiter::registry::{self, Context, Registry};
 use crate::build_script::{Directives, Env};
 use crate::common::io::write_if_changed;
 
@@ -138,10 +141,10 @@ pub(crate) fn library_in(
     let subdirs: Vec<String> = match &spec.module.hsa_subdirs {
         // Named by the manifest: each must be a kernel set of the tree (one named for an
         // AITER that has it, built from one that has not, would embed nothing).
-        Some(subdirs) => match crate::aiter::hsa::absent(&module.meta, spec.archs, subdirs)[..] {
+        Some(subdirs) => match absent_hsa(&module.meta, spec.archs, subdirs)[..] {
             [] => subdirs.clone(),
             [first, ..] => {
-                return Err(crate::aiter::error::AiterError::AiterConfig {
+                return Err(crate::aiter::AiterError::AiterConfig {
                     module: spec.module.name.clone(),
                     field: "hsa_subdirs".to_string(),
                     expression: first.to_string(),
@@ -194,7 +197,7 @@ pub(crate) fn library_in(
         } => {
             // qola's C wrappers call AITER's API as 05a0d1f declares it.
             if detect_api_generation(spec.root)? != ApiGeneration::Parameters {
-                return Err(crate::aiter::error::AiterError::ApiGeneration {
+                return Err(crate::aiter::AiterError::ApiGeneration {
                     header: spec.root.join("csrc/include/mha_fwd.h"),
                     why: "the options are inside aiter::mha_fwd_args, and qola-sys's C API wrappers are written for AITER 05a0d1f's parameters: build this tree with `qola build` (QoLA's C++ API)".to_string(),
                 }.into());

@@ -33,8 +33,8 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::aiter::error::{AiterError, Result};
 use crate::aiter::library::AiterLibrary;
+use crate::aiter::{AiterError, Result};
 use crate::build_script::Env;
 use crate::common::io::io_error;
 use crate::common::text::shell_quote;

@@ -8,6 +8,9 @@
 //! * one edited instance (a comment appended to the module's first instance): what the rebuild
 //!   compiles, in CPU seconds, against the mean CPU seconds of one instance compiled alone.
 //!
+//! `--wide` measures a wider receipt-700 slice instead (d64 and d256, fp16, group mode: 18
+//! forward and 22 backward instances) at N = 1 and N = 4.
+//!
 //! Ratios are against N = 1 (one unit per instance) in the same round. The instances' sources
 //! are generated once (the fixtures' prepared tree, `aiter-narrow`), the compiles each run in a
 //! process of their own.
@@ -15,7 +18,7 @@
 //! ```text
 //! tools/sid-hipcc-setup
 //! cargo test -p qola-build --test real_aiter   # prepares target/qola-fixtures/aiter-narrow
-//! cargo run --release -p qola-examples --example bench_batches -- [rounds]
+//! cargo run --release -p qola-examples --example bench_batches -- [rounds] [--wide]
 //! ```
 
 #[allow(dead_code)] // this benchmark uses one part of it
@@ -36,6 +39,17 @@ const FWD_FILTER: &str =
 const BWD_FILTER: &str = "*d128_bf16_*batch_o2_npad*@*d128_bf16_b64x0_batch_o2_npad_*deterministic*@*d128_bf16_batch_*_maxq0_npad_nbias_ndbias_*";
 
 const SIZES: [usize; 4] = [1, 2, 4, 8];
+
+/// A wider receipt-700 slice (`--wide`), other head dims, fp16 and group mode: the forward's 18
+/// d64 and d256 instances without a mask.
+const WIDE_FWD_FILTER: &str = "fmha_fwd_d[26]*_fp16_group_*_nmask_*";
+
+/// The wide backward: 22 instances, d64 and d256 fp16 group mode: dot(dO, O), convert dQ and 14
+/// dQ/dK/dV with ALiBi, mask and dropout.
+const WIDE_BWD_FILTER: &str = "*d[26]*_fp16_*group_o2_*@*d[26]*_fp16_*group_o2_*@*d[26]*_fp16_group_*_alibi_ndbias_mask_dropout_wg16_deterministic_*";
+
+/// The sizes of the wide slice: one unit per instance and the default.
+const WIDE_SIZES: [usize; 2] = [1, 4];
 
 /// A module's instance units built at one size.
 #[derive(Clone, Debug, Default)]
@@ -157,16 +171,30 @@ fn main() {
         return;
     }
     let rounds: usize = args.get(1).map_or(1, |r| r.parse().unwrap());
+    let wide = args.iter().any(|a| a == "--wide");
     let work: PathBuf = fixtures_dir().join("bench-batches");
     std::fs::create_dir_all(&work).unwrap();
-    let modules = [("libmha_fwd", FWD_FILTER), ("libmha_bwd", BWD_FILTER)];
-    let mut results: Vec<Vec<Vec<Measured>>> = vec![vec![Vec::new(); SIZES.len()]; modules.len()];
+    let (modules, sizes): ([(&str, &str); 2], &[usize]) = if wide {
+        (
+            [
+                ("libmha_fwd", WIDE_FWD_FILTER),
+                ("libmha_bwd", WIDE_BWD_FILTER),
+            ],
+            &WIDE_SIZES,
+        )
+    } else {
+        (
+            [("libmha_fwd", FWD_FILTER), ("libmha_bwd", BWD_FILTER)],
+            &SIZES,
+        )
+    };
+    let mut results: Vec<Vec<Vec<Measured>>> = vec![vec![Vec::new(); sizes.len()]; modules.len()];
     for round in 0..rounds {
-        for turn in 0..SIZES.len() {
-            let at = (turn + round) % SIZES.len();
+        for turn in 0..sizes.len() {
+            let at = (turn + round) % sizes.len();
             for (m, (module, filter)) in modules.iter().enumerate() {
-                let measured = measure(module, filter, SIZES[at], &work);
-                eprintln!("round {} {module} N={}: {measured:?}", round + 1, SIZES[at]);
+                let measured = measure(module, filter, sizes[at], &work);
+                eprintln!("round {} {module} N={}: {measured:?}", round + 1, sizes[at]);
                 results[m][at].push(measured);
             }
         }
@@ -179,7 +207,7 @@ fn main() {
         let mean = |at: usize, f: fn(&Measured) -> f64| {
             results[m][at].iter().map(f).sum::<f64>() / results[m][at].len() as f64
         };
-        for (at, size) in SIZES.iter().enumerate() {
+        for (at, size) in sizes.iter().enumerate() {
             println!(
                 "| {module} | {size} | {} | {:.1} | {:.2} | {:.1} | {:.2} | {:.0} | {:.2} | {:.1} | {:.2} |",
                 results[m][at][0].units,

@@ -148,8 +148,14 @@ fn code(text: &str) -> String {
             _ => out.push(c),
         }
     }
-    match out.find("#[cfg(test)]\nmod tests") {
-        Some(at) => out[..at].to_string(),
+    // The test module, whatever its visibility (`pub(super) mod tests` lends its helpers).
+    let test_module = out.match_indices("#[cfg(test)]\n").find(|(at, attr)| {
+        let rest = &out[at + attr.len()..];
+        let rest = rest.strip_prefix("pub(super) ").unwrap_or(rest);
+        rest.starts_with("mod tests")
+    });
+    match test_module {
+        Some((at, _)) => out[..at].to_string(),
         None => out,
     }
 }

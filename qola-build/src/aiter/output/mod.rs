@@ -26,27 +26,29 @@
 
 mod ck_jit;
 mod plan;
+mod record;
+mod select;
+mod shared;
+mod stores;
 
-pub use plan::GeneratorPlan;
+pub use plan::{BuildPlan, GeneratorPlan, ModulePlan};
+pub use record::{BuildRecord, ModuleRecord, Summary};
+pub use select::check_groups;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::Serialize;
-
-use crate::aiter::library::{AiterLibrary, Api, CppApi, library_in};
+use crate::aiter::library::{AiterLibrary, Api, library_in};
+use crate::aiter::module::AiterModuleSpec;
 use crate::aiter::module::CkInstances;
-use crate::aiter::module::{AiterModuleSpec, ck_filter_in};
 use crate::aiter::output::ck_jit::CkJit;
-use crate::aiter::prebuilt::KeyContext;
-use crate::aiter::prebuilt::{Arrival, LibraryKey, Stores, Trust};
+use crate::aiter::prebuilt::Arrival;
 use crate::aiter::registry::Registry;
 use crate::aiter::{AiterError, Result};
 use crate::build_script::{Directives, Env};
 use crate::common::io::io_error;
 use crate::common::io::write_if_changed;
 use crate::common::precedence::Setting;
-use crate::compile::CompilePlan;
 use crate::compile::HipToolchain;
 use crate::manifest::ManifestError;
 use crate::manifest::{BuildMode, Manifest, Module};
@@ -73,56 +75,6 @@ pub struct OutputBuild {
     trust: Vec<String>,
 }
 
-/// One module of `manifest.json`.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-#[non_exhaustive]
-pub struct ModuleRecord {
-    /// The library's name (`<ns>_<md_name>`).
-    pub md_name: String,
-    /// Whether the library is there and current.
-    pub success: bool,
-    /// Why not (empty on success).
-    pub error: String,
-    /// The library (absent on failure).
-    pub so_path: Option<PathBuf>,
-    /// Seconds this module took in this build.
-    pub duration_s: f64,
-    /// Whether its files came prebuilt (`--prebuilt`) rather than from a build here (absent
-    /// from the JSON when false, as QoLA writes it).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub prebuilt: bool,
-}
-
-/// The totals of `manifest.json`.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-#[non_exhaustive]
-pub struct Summary {
-    /// Modules.
-    pub total: usize,
-    /// Built.
-    pub success: usize,
-    /// Failed.
-    pub failed: usize,
-}
-
-/// `manifest.json`.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-#[non_exhaustive]
-pub struct BuildRecord {
-    /// When the record was written (`2026-12-03T01:39:33Z`).
-    pub generated_at: String,
-    /// The AITER tree built from.
-    pub aiter_root: PathBuf,
-    /// The manifest.
-    pub manifest_src: PathBuf,
-    /// The architectures, `;`-separated.
-    pub gpu_archs: String,
-    /// Every module selected.
-    pub modules: Vec<ModuleRecord>,
-    /// Totals.
-    pub summary: Summary,
-}
-
 /// What a build did, beyond the record.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -140,44 +92,6 @@ pub struct BuildOutcome {
     /// The libraries this build wrote (linked, or copied from a prebuilt group's directory),
     /// relative to the output directory (`lib/module_mha_fwd.so`), in the manifest's order.
     pub libraries_written: Vec<PathBuf>,
-}
-
-/// What `qola build` would do: each module's plan, and the warnings the build would give.
-#[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct BuildPlan {
-    /// Every module selected, in manifest order.
-    pub modules: Vec<ModulePlan>,
-    /// What the build would warn about (the tree, the compiler's version, manifest keys that
-    /// select nothing in this tree).
-    pub warnings: Vec<String>,
-}
-
-/// One module of a plan: what `qola build` would run for it.
-#[derive(Debug, Clone, Serialize)]
-#[non_exhaustive]
-pub struct ModulePlan {
-    /// The library's name.
-    pub md_name: String,
-    /// The module's group (`--group`, `QOLA_BUILD_GROUPS`).
-    pub group: Option<String>,
-    /// Whether its compile commands are shown (the entry's `verbose`, or `-v`).
-    pub verbose: bool,
-    /// The code generators, with whether they ran now and what they produced.
-    pub generators: Vec<crate::aiter::output::plan::GeneratorPlan>,
-    /// Flags AITER asks for that the compiler does not know (dropped).
-    pub dropped_flags: Vec<String>,
-    /// The flag lists the tree's own `core.py` gives the module (`flags_cc`, `flags_hip`).
-    pub core_flags: crate::aiter::CoreFlags,
-    /// hsa code objects embedded.
-    pub hsa_blobs: usize,
-    /// composable_kernel's instances compiled together: each batch's file (a unit of
-    /// `compile`) and the instances it holds (`QOLA_BATCH`).
-    pub batches: Vec<crate::aiter::Batch>,
-    /// The compiles and the link.
-    pub compile: CompilePlan,
-    /// The library key (`--prebuilt`, `--publish`) and its inputs, or why there is none.
-    pub library_key: LibraryKey,
 }
 
 /// What building one module did.
@@ -262,7 +176,7 @@ impl OutputBuild {
     /// Build only these groups (`--group`, each value a list as QoLA reads it: `"a;b"`), over
     /// `QOLA_BUILD_GROUPS`.
     pub fn groups(&mut self, groups: &[String]) -> &mut OutputBuild {
-        self.groups = group_list(groups.iter().map(String::as_str));
+        self.groups = select::group_list(groups.iter().map(String::as_str));
         self
     }
 
@@ -424,73 +338,6 @@ impl OutputBuild {
         Ok(prepared.warnings)
     }
 
-    /// Each selected module's library key (see [`crate::aiter::prebuilt`]), computed without
-    /// the tree.
-    fn keys(&self, env: &Env, ctx: &Inputs, selected: &[Selected]) -> Result<Vec<LibraryKey>> {
-        let series = crate::prepare::load_series(&ctx.settings.series)?;
-        let python = crate::aiter::module::generator_python(env)?;
-        let interpreter = crate::aiter::prebuilt::interpreter_identity(&python)?;
-        let cx = KeyContext {
-            commit: ctx.settings.commit.as_deref(),
-            series: &series,
-            not_prepared: ctx.settings.skip.then_some(
-                "the tree is used as it is (--skip-checkout, QOLA_SKIP_PREPARE or QOLA_AITER_SOURCE_DIR): qola did not prepare it",
-            ),
-            user_registry: ctx.user_registry.as_deref(),
-            namespace: ctx.namespace.as_deref(),
-            archs: &ctx.archs,
-            variants: &ctx.variants,
-            toolchain: &ctx.toolchain,
-            interpreter: &interpreter,
-        };
-        selected
-            .iter()
-            .map(|s| {
-                let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
-                let filter = self.ck_filter_of(env, &s.module)?;
-                cx.key(env, &s.module, mode, filter.as_deref())
-            })
-            .collect()
-    }
-
-    /// The modules to build, in manifest order.
-    fn select(&self, env: &Env, ctx: &Inputs) -> Result<Vec<Selected>> {
-        let groups: Vec<String> = if !self.groups.is_empty() {
-            self.groups.clone()
-        } else {
-            group_list(env.var("QOLA_BUILD_GROUPS")?.as_deref())
-        };
-        groups_exist(&ctx.manifest, &groups)?;
-        let mut selected = Vec::new();
-        for module in &ctx.manifest.modules {
-            if !groups.is_empty() && !module.group.as_ref().is_some_and(|g| groups.contains(g)) {
-                continue;
-            }
-            let md_name = match &ctx.namespace {
-                Some(ns) => format!("{ns}_{}", module.md_name()),
-                None => module.md_name().to_string(),
-            };
-            let prebuilt = match &module.group {
-                Some(group) => env
-                    .var_os(&format!("QOLA_PREBUILT_DIR_{}", group.to_ascii_uppercase()))
-                    .map(PathBuf::from),
-                None => None,
-            };
-            selected.push(Selected {
-                module: module.clone(),
-                so_path: self.output_dir.join("lib").join(format!("{md_name}.so")),
-                md_name,
-                prebuilt,
-            });
-        }
-        Ok(selected)
-    }
-
-    /// The module's CK filter (see [`crate::aiter::ck_filter`]), `--filter` as the build's.
-    fn ck_filter_of(&self, env: &Env, module: &Module) -> Result<Option<String>> {
-        ck_filter_in(env, &module.name, self.ck_filter.clone())
-    }
-
     /// A selected module assembled as a library ([`library`]): QoLA's C++ API, the output
     /// directory's layout, qola's cache. A `pybind` module is an error (it needs PyTorch).
     fn assemble(&self, env: &Env, ctx: &Inputs, s: &Selected) -> Result<AiterLibrary> {
@@ -535,79 +382,6 @@ impl OutputBuild {
             .cargo_metadata(false)
             .shared(&s.so_path);
         Ok(lib)
-    }
-
-    /// The build's prebuilt stores (see [`crate::aiter::prebuilt`]): `--prebuilt` over
-    /// `QOLA_PREBUILT_URL` over `[qola] prebuilt`; `--publish` over `QOLA_PUBLISH_URL`; each
-    /// answer awaited at most `QOLA_PREBUILT_TIMEOUT` seconds (default 60).
-    fn stores(&self, env: &Env, manifest: &Manifest) -> Result<Option<Stores>> {
-        let fetch = Setting::argument(self.prebuilt.clone())
-            .environment(|| env.var("QOLA_PREBUILT_URL"))?
-            .manifest(|| manifest.qola.prebuilt.clone())
-            .value();
-        let publish = Setting::argument(self.publish.clone())
-            .environment(|| env.var("QOLA_PUBLISH_URL"))?
-            .value();
-        let timeout = env
-            .parsed::<std::num::NonZeroU64>("QOLA_PREBUILT_TIMEOUT", "a number of seconds above 0")?
-            .map_or(60, u64::from);
-        // The flags of a store's trust without the store: a mistake, not a no-op (the
-        // variables may be set for every build, with or without a store).
-        if !self.trust.is_empty() && fetch.is_none() {
-            return Err(AiterError::InvalidOption {
-                option: "--trust".to_string(),
-                problem: "it names the publishers of the archives --prebuilt fetches: give the store with --prebuilt (or QOLA_PREBUILT_URL, [qola] prebuilt)".to_string(),
-            }
-            .into());
-        }
-        if self.sign_key.is_some() && publish.is_none() {
-            return Err(AiterError::InvalidOption {
-                option: "--sign-key".to_string(),
-                problem: "it signs what --publish publishes: give the store with --publish (or QOLA_PUBLISH_URL)".to_string(),
-            }
-            .into());
-        }
-        let (trust, signer) = match (&fetch, &publish) {
-            (None, None) => (Trust::default(), None),
-            _ => crate::aiter::prebuilt::trust_and_signer(
-                env,
-                manifest,
-                &self.trust,
-                self.sign_key.as_deref(),
-                publish.is_some(),
-            )
-            .map_err(|(option, problem)| AiterError::InvalidOption {
-                option: option.to_string(),
-                problem,
-            })?,
-        };
-        if let Some(url) = &fetch
-            && !trust.any()
-        {
-            eprintln!(
-                "qola build: archives from {url} are not checked for a publisher: no trusted key (--trust, QOLA_TRUSTED_KEYS, [qola] trusted_keys)"
-            );
-        }
-        if let (Some(url), None) = (&publish, &signer) {
-            eprintln!(
-                "qola build: archives published to {url} are not signed (no --sign-key, QOLA_SIGN_KEY): builds that trust a key refuse them"
-            );
-        }
-        Stores::open(
-            fetch.as_deref(),
-            publish.as_deref(),
-            self.verify,
-            std::time::Duration::from_secs(timeout),
-            trust,
-            signer,
-        )
-        .map_err(|problem| {
-            AiterError::InvalidOption {
-                option: "prebuilt store".to_string(),
-                problem,
-            }
-            .into()
-        })
     }
 
     /// Builds (see the module docs). `Err` only for what stops every module (manifest, checkout,
@@ -729,7 +503,7 @@ impl OutputBuild {
             },
             modules,
         };
-        let record_written = write_record(&self.output_dir.join("manifest.json"), &record)?;
+        let record_written = record::write_record(&self.output_dir.join("manifest.json"), &record)?;
         Ok(BuildOutcome {
             record,
             record_written,
@@ -738,164 +512,6 @@ impl OutputBuild {
             prebuilt,
             libraries_written,
         })
-    }
-
-    /// Writes what every module of the output directory shares, from the prepared tree: the
-    /// public headers, the tree's headers they include and AITER's tuning tables. Returns their paths under the output
-    /// directory.
-    fn write_shared(&self, env: &Env, ctx: &Inputs) -> Result<Vec<String>> {
-        let api = CppApi::resolve_in(
-            &ctx.registry,
-            &ctx.root,
-            &self.output_dir.join("_qola").join("gen"),
-            env,
-        )?;
-        api.write_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
-        let mut files: Vec<String> = api
-            .header_names()
-            .map(|name| format!("include/{name}"))
-            .collect();
-        files.extend(crate::aiter::module::copy_tree_headers(
-            &api.headers,
-            &ctx.root,
-            &self.output_dir,
-        )?);
-        files.extend(copy_configs(
-            &ctx.root.join("aiter/configs"),
-            &self.output_dir.join("configs"),
-            "configs",
-        )?);
-        Ok(files)
-    }
-
-    /// Asks `stores` for each selected module's files by its key (none for a module of a
-    /// prebuilt group, or without a store to fetch from): what arrived, and the seconds it took.
-    fn arrivals(
-        &self,
-        stores: &Stores,
-        selected: &[Selected],
-        keys: &[LibraryKey],
-    ) -> (Vec<Option<Arrival>>, Vec<f64>) {
-        selected
-            .iter()
-            .zip(keys)
-            .map(|(s, key)| {
-                if s.prebuilt.is_some() || stores.fetch_url().is_none() {
-                    return (None, 0.0);
-                }
-                let start = Instant::now();
-                let arrival = match key {
-                    LibraryKey::Key { key, .. } => stores.arrive(&self.output_dir, &s.md_name, key),
-                    LibraryKey::None { why } => Some(Arrival::Miss(format!(
-                        "{}: no library key: {why}",
-                        s.md_name
-                    ))),
-                };
-                if let Some(Arrival::Miss(why)) = &arrival {
-                    eprintln!("qola: warning: {why}; building it from source");
-                }
-                (arrival, start.elapsed().as_secs_f64())
-            })
-            .unzip()
-    }
-
-    /// After a module was built here: with `--verify`, its files against the prebuilt's (a
-    /// difference fails the module); then its files recorded as its key's, and published when
-    /// there is a store to publish to. A module without a key is not published, and says why.
-    fn settle(
-        &self,
-        stores: &Stores,
-        s: &Selected,
-        key: &LibraryKey,
-        arrival: Option<&Arrival>,
-        shared_files: &[String],
-    ) -> Result<()> {
-        let key = match key {
-            LibraryKey::Key { key, .. } => key,
-            LibraryKey::None { why } => {
-                if let Some(url) = stores.publish_url() {
-                    eprintln!(
-                        "qola: warning: {}: not published to {url}: no library key: {why}",
-                        s.md_name
-                    );
-                }
-                return Ok(());
-            }
-        };
-        if let Some(Arrival::Staged(staged)) = arrival {
-            let differ = staged.differences(&self.output_dir);
-            if !differ.is_empty() {
-                return Err(AiterError::InvalidOption {
-                    option: format!("--verify {}", staged.url),
-                    problem: format!(
-                        "the prebuilt {} of key {key} differs from this build in {}: the builds are not reproducible, or the key misses an input; report it with both files",
-                        s.md_name,
-                        differ.join(", ")
-                    ),
-                }
-                .into());
-            }
-            eprintln!(
-                "qola build: {}: the prebuilt from {} is byte-identical to this build",
-                s.md_name, staged.url
-            );
-        }
-        let mut files = vec![format!("lib/{}.so", s.md_name)];
-        files.extend(shared_files.iter().cloned());
-        match stores.built(&self.output_dir, &s.md_name, key, &files) {
-            Ok(Some(line)) => eprintln!("qola build: {line}"),
-            Ok(None) => {}
-            Err(warning) => eprintln!("qola: warning: {warning}"),
-        }
-        Ok(())
-    }
-
-    /// Says where a prebuilt module came from; with `--timings` (`QOLA_TIMINGS`) and something
-    /// fetched, writes its timings report (that line, the fetch's seconds, no job) where a
-    /// build's would be.
-    fn say_prebuilt(
-        &self,
-        env: &Env,
-        s: &Selected,
-        key: &LibraryKey,
-        stores: Option<&Stores>,
-        bytes: u64,
-        seconds: f64,
-    ) -> Result<()> {
-        let key = key.key().unwrap_or_default();
-        let line = format!(
-            "{}: prebuilt {} from {} ({}): nothing compiled",
-            s.md_name,
-            &key[..key.len().min(16)],
-            stores.and_then(Stores::fetch_url).unwrap_or_default(),
-            match bytes {
-                0 => "already in place, nothing fetched".to_string(),
-                n => format!(
-                    "{} fetched in {seconds:.2} s",
-                    crate::common::text::scaled_size(n)
-                ),
-            }
-        );
-        eprintln!("qola build: {line}");
-        let timings = Setting::argument(self.timings)
-            .environment(|| env.flag("QOLA_TIMINGS").map(Some))?
-            .value()
-            .unwrap_or(false);
-        if timings && bytes > 0 {
-            let dir = self.output_dir.join("_qola").join("build").join(&s.md_name);
-            match crate::compile::write_prebuilt_timings(&dir, &s.md_name, line, seconds) {
-                Ok(path) => eprintln!(
-                    "qola build: {}: timings: {}",
-                    s.md_name,
-                    crate::compile::where_timings_are(&path)
-                ),
-                Err(e) => eprintln!(
-                    "qola: warning: cannot write the timings report in {}: {e}",
-                    dir.display()
-                ),
-            }
-        }
-        Ok(())
     }
 
     /// Builds one module's library.
@@ -942,105 +558,6 @@ impl OutputBuild {
             written: report.library_written,
         })
     }
-
-    /// What [`OutputBuild::try_build`] would run for each module (code generation runs; nothing
-    /// compiles or links), and what it would warn about.
-    pub fn try_plan(&self) -> Result<BuildPlan> {
-        let directives = Directives::new(false);
-        let env = Env::new(&directives);
-        let mut ctx = self.inputs(&env)?;
-        let selected = self.select(&env, &ctx)?;
-        let keys = self.keys(&env, &ctx, &selected)?;
-        let mut warnings = self.prepare_tree(&env, &mut ctx)?;
-        warnings.extend(ctx.warnings.iter().cloned());
-        if let Some(ck_jit) = &ctx.ck_jit {
-            warnings.push(format!(
-                "{}; the plans below are qola's own: at build time the CK units of {} go to ck-jit's interceptor, one call each, and ck-jit links",
-                ck_jit.notice(),
-                selected
-                    .iter()
-                    .filter(|s| CkJit::takes(&s.so_path))
-                    .map(|s| s.md_name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        let mut plans = Vec::new();
-        for (s, library_key) in selected.into_iter().zip(keys) {
-            let lib = self.assemble(&env, &ctx, &s)?;
-            let compile = lib.build.plan_in(&s.md_name, &env)?;
-            warnings.extend(
-                lib.module
-                    .warnings
-                    .iter()
-                    .map(|w| format!("{}: {w}", s.md_name)),
-            );
-            plans.push(ModulePlan {
-                md_name: s.md_name.clone(),
-                group: s.module.group.clone(),
-                verbose: self.verbose || lib.module.recipe.verbose,
-                generators: lib
-                    .module
-                    .generated
-                    .iter()
-                    .map(crate::aiter::output::plan::GeneratorPlan::of)
-                    .collect(),
-                dropped_flags: lib.module.dropped_flags.clone(),
-                core_flags: lib.module.core_flags.clone(),
-                hsa_blobs: lib.hsa.blobs,
-                batches: lib.module.batches.clone(),
-                compile,
-                library_key,
-            });
-        }
-        Ok(BuildPlan {
-            modules: plans,
-            warnings,
-        })
-    }
-}
-
-/// Every group of `groups` is the group of some `[[modules]]` entry of `manifest`.
-fn groups_exist(manifest: &Manifest, groups: &[String]) -> Result<()> {
-    for group in groups {
-        if !manifest
-            .modules
-            .iter()
-            .any(|m| m.group.as_deref() == Some(group))
-        {
-            return Err(AiterError::InvalidOption {
-                option: format!("group {group}"),
-                problem: format!(
-                    "no [[modules]] entry of {} has group = {group:?}",
-                    manifest.path.display()
-                ),
-            }
-            .into());
-        }
-    }
-    Ok(())
-}
-
-/// QoLA's `checkout --group`: every group named is a group of the manifest `prepare` reads (the
-/// tree is the same for all of them, so they select nothing).
-pub fn check_groups(prepare: &Prepare, groups: &[String]) -> Result<()> {
-    let directives = Directives::new(false);
-    let env = Env::new(&directives);
-    let settings = prepare.settings(&env)?;
-    if settings.manifest_path.is_none() {
-        return Err(ManifestError::Missing.into());
-    }
-    let groups = group_list(groups.iter().map(String::as_str));
-    groups_exist(&settings.manifest, &groups)
-}
-
-/// Group names from lists as QoLA reads them (`"mha;gemm"`, `--group` or `QOLA_BUILD_GROUPS`:
-/// `;` or `,` between names).
-fn group_list<'a>(lists: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    lists
-        .into_iter()
-        .flat_map(crate::common::text::split_list)
-        .collect()
 }
 
 /// `[qola] rocm_versions` against the compiler: `None` when the list is empty or the compiler's
@@ -1072,52 +589,4 @@ fn rocm_mismatch(manifest: &Manifest, toolchain: &HipToolchain) -> Option<AiterE
         }),
         compiler: toolchain.path.clone(),
     })
-}
-
-/// Copies AITER's tuning tables (`*.csv` and `model_configs/`) into `configs/`, each file only
-/// when its content differs. Returns their paths under the output directory (`under`/...).
-fn copy_configs(from: &Path, to: &Path, under: &str) -> Result<Vec<String>> {
-    let mut copied = Vec::new();
-    let Ok(entries) = std::fs::read_dir(from) else {
-        return Ok(copied);
-    };
-    for entry in entries {
-        let entry = entry.map_err(io_error("read", from))?;
-        let path = entry.path();
-        let name = entry.file_name();
-        let relative = format!("{under}/{}", name.to_string_lossy());
-        if path.is_dir() && name == "model_configs" {
-            copied.extend(copy_configs(&path, &to.join(&name), &relative)?);
-        } else if path.is_file()
-            && (path.extension().is_some_and(|x| x == "csv") || from.ends_with("model_configs"))
-        {
-            let bytes = std::fs::read(&path).map_err(io_error("read", &path))?;
-            write_if_changed(&to.join(&name), &bytes)?;
-            copied.push(relative);
-        }
-    }
-    copied.sort();
-    Ok(copied)
-}
-
-/// Writes `manifest.json` unless it already says the same apart from its time stamp and the
-/// durations. Returns whether it wrote.
-fn write_record(path: &Path, record: &BuildRecord) -> Result<bool> {
-    let stable = |r: &BuildRecord| {
-        let mut r = r.clone();
-        r.generated_at.clear();
-        for m in &mut r.modules {
-            m.duration_s = 0.0;
-        }
-        r
-    };
-    let old: Option<BuildRecord> = std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    if old.is_some_and(|old| stable(&old) == stable(record)) {
-        return Ok(false);
-    }
-    let mut text = serde_json::to_string_pretty(record).expect("a record always serializes");
-    text.push('\n');
-    Ok(write_if_changed(path, text.as_bytes())?)
 }

@@ -8,7 +8,13 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::OutputBuild;
+use super::ck_jit::CkJit;
+use crate::aiter::Result;
 use crate::aiter::module::Generated;
+use crate::aiter::prebuilt::LibraryKey;
+use crate::build_script::{Directives, Env};
+use crate::compile::CompilePlan;
 
 /// One code generator of a module.
 #[derive(Debug, Clone, Serialize)]
@@ -33,5 +39,101 @@ impl GeneratorPlan {
             ran: g.ran,
             files: g.files.len(),
         }
+    }
+}
+
+/// What `qola build` would do: each module's plan, and the warnings the build would give.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct BuildPlan {
+    /// Every module selected, in manifest order.
+    pub modules: Vec<ModulePlan>,
+    /// What the build would warn about (the tree, the compiler's version, manifest keys that
+    /// select nothing in this tree).
+    pub warnings: Vec<String>,
+}
+
+/// One module of a plan: what `qola build` would run for it.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct ModulePlan {
+    /// The library's name.
+    pub md_name: String,
+    /// The module's group (`--group`, `QOLA_BUILD_GROUPS`).
+    pub group: Option<String>,
+    /// Whether its compile commands are shown (the entry's `verbose`, or `-v`).
+    pub verbose: bool,
+    /// The code generators, with whether they ran now and what they produced.
+    pub generators: Vec<crate::aiter::output::plan::GeneratorPlan>,
+    /// Flags AITER asks for that the compiler does not know (dropped).
+    pub dropped_flags: Vec<String>,
+    /// The flag lists the tree's own `core.py` gives the module (`flags_cc`, `flags_hip`).
+    pub core_flags: crate::aiter::CoreFlags,
+    /// hsa code objects embedded.
+    pub hsa_blobs: usize,
+    /// composable_kernel's instances compiled together: each batch's file (a unit of
+    /// `compile`) and the instances it holds (`QOLA_BATCH`).
+    pub batches: Vec<crate::aiter::Batch>,
+    /// The compiles and the link.
+    pub compile: CompilePlan,
+    /// The library key (`--prebuilt`, `--publish`) and its inputs, or why there is none.
+    pub library_key: LibraryKey,
+}
+
+impl OutputBuild {
+    /// What [`OutputBuild::try_build`] would run for each module (code generation runs; nothing
+    /// compiles or links), and what it would warn about.
+    pub fn try_plan(&self) -> Result<BuildPlan> {
+        let directives = Directives::new(false);
+        let env = Env::new(&directives);
+        let mut ctx = self.inputs(&env)?;
+        let selected = self.select(&env, &ctx)?;
+        let keys = self.keys(&env, &ctx, &selected)?;
+        let mut warnings = self.prepare_tree(&env, &mut ctx)?;
+        warnings.extend(ctx.warnings.iter().cloned());
+        if let Some(ck_jit) = &ctx.ck_jit {
+            warnings.push(format!(
+                "{}; the plans below are qola's own: at build time the CK units of {} go to ck-jit's interceptor, one call each, and ck-jit links",
+                ck_jit.notice(),
+                selected
+                    .iter()
+                    .filter(|s| CkJit::takes(&s.so_path))
+                    .map(|s| s.md_name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let mut plans = Vec::new();
+        for (s, library_key) in selected.into_iter().zip(keys) {
+            let lib = self.assemble(&env, &ctx, &s)?;
+            let compile = lib.build.plan_in(&s.md_name, &env)?;
+            warnings.extend(
+                lib.module
+                    .warnings
+                    .iter()
+                    .map(|w| format!("{}: {w}", s.md_name)),
+            );
+            plans.push(ModulePlan {
+                md_name: s.md_name.clone(),
+                group: s.module.group.clone(),
+                verbose: self.verbose || lib.module.recipe.verbose,
+                generators: lib
+                    .module
+                    .generated
+                    .iter()
+                    .map(crate::aiter::output::plan::GeneratorPlan::of)
+                    .collect(),
+                dropped_flags: lib.module.dropped_flags.clone(),
+                core_flags: lib.module.core_flags.clone(),
+                hsa_blobs: lib.hsa.blobs,
+                batches: lib.module.batches.clone(),
+                compile,
+                library_key,
+            });
+        }
+        Ok(BuildPlan {
+            modules: plans,
+            warnings,
+        })
     }
 }

@@ -2,7 +2,7 @@
 //! Python.
 //!
 //! Every field of an entry is a Python expression in a string. The small language those entries
-//! use is evaluated here: string literals (`'-DFOO=1'`), f-strings over the known path variables
+//! use is evaluated by `evaluate`: string literals (`'-DFOO=1'`), f-strings over the known path variables
 //! (`f'{CK_DIR}/example/...'`, `{{}}` for the output-directory placeholder), `get_asm_dir()`,
 //! `get_gfx()`, `os.environ.get(NAME[, default])` (read through qola's environment helper), and
 //! `None`, `True`, `False`. Anything else is an error naming the module and the field.
@@ -12,12 +12,17 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+mod command;
 mod core_flags;
+mod evaluate;
 mod rocm_needs;
 mod tuned_tables;
 
+use command::replace_option;
+pub(crate) use command::{ck_direction, generator_argv, option_value, with_ck_filter};
 pub use core_flags::CoreFlags;
 pub(crate) use core_flags::core_flags;
+use evaluate::{Eval, Evaluator};
 pub(crate) use rocm_needs::check as check_rocm_needs;
 
 use crate::aiter::AiterError;
@@ -211,207 +216,6 @@ impl ModuleRecipe {
             origins: BTreeMap::new(),
         }
     }
-}
-
-/// An evaluated expression.
-#[derive(Debug, Clone, PartialEq)]
-enum Eval {
-    Str(String),
-    None,
-    Bool(bool),
-}
-
-struct Evaluator<'a> {
-    module: &'a str,
-    field: &'a str,
-    paths: &'a AiterPaths,
-    env: &'a Env<'a>,
-}
-
-impl Evaluator<'_> {
-    fn fail(&self, expr: &str, why: &str) -> AiterError {
-        AiterError::AiterConfig {
-            module: self.module.to_string(),
-            field: self.field.to_string(),
-            expression: expr.to_string(),
-            why: why.to_string(),
-        }
-    }
-
-    fn eval(&self, expr: &str) -> Result<Eval> {
-        let e = expr.trim();
-        match e {
-            "None" => return Ok(Eval::None),
-            "True" => return Ok(Eval::Bool(true)),
-            "False" => return Ok(Eval::Bool(false)),
-            _ => {}
-        }
-        if let Some(body) = e.strip_prefix('f') {
-            let inner =
-                python_quoted(body).ok_or_else(|| self.fail(expr, "an f-string must be quoted"))?;
-            return self.fstring(expr, inner).map(Eval::Str);
-        }
-        if let Some(inner) = python_quoted(e) {
-            return Ok(Eval::Str(python_unescape(inner)));
-        }
-        self.call(expr, e)
-    }
-
-    /// `os.environ.get(...)`, `get_asm_dir()`, `get_gfx()`, or a path variable.
-    fn call(&self, whole: &str, e: &str) -> Result<Eval> {
-        if let Some(args) = e
-            .strip_prefix("os.environ.get(")
-            .and_then(|r| r.strip_suffix(')'))
-        {
-            let (name, default) = match split_args(args).as_slice() {
-                [name] => (name.clone(), None),
-                [name, default] => (name.clone(), Some(default.clone())),
-                _ => return Err(self.fail(whole, "os.environ.get takes a name and a default")),
-            };
-            let name = python_quoted(&name)
-                .map(python_unescape)
-                .ok_or_else(|| self.fail(whole, "the variable name must be a string literal"))?;
-            return Ok(match self.env.var(&name)? {
-                Some(value) => Eval::Str(value),
-                None => match default {
-                    None => Eval::None,
-                    Some(d) if d.parse::<i64>().is_ok() || d.parse::<f64>().is_ok() => Eval::Str(d),
-                    Some(d) => self.eval(&d)?,
-                },
-            });
-        }
-        match e {
-            "get_asm_dir()" => Ok(Eval::Str(format!(
-                "{}/hsa/{}/",
-                self.paths.meta.display(),
-                self.paths.arch
-            ))),
-            "get_gfx()" => Ok(Eval::Str(self.paths.arch.clone())),
-            // Newer AITERs read their tuned tables through the AITER_CONFIGS object.
-            name if name.starts_with("AITER_CONFIGS.") => self
-                .paths
-                .variable(&name["AITER_CONFIGS.".len()..], self.env)?
-                .map(Eval::Str)
-                .ok_or_else(|| self.fail(whole, &format!("unknown variable `{name}`"))),
-            name if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => self
-                .paths
-                .variable(name, self.env)?
-                .map(Eval::Str)
-                .ok_or_else(|| self.fail(whole, &format!("unknown variable `{name}`"))),
-            _ => Err(self.fail(
-                whole,
-                "outside the language qola evaluates (literals, f-strings over path variables, os.environ.get, get_asm_dir(), get_gfx())",
-            )),
-        }
-    }
-
-    fn fstring(&self, whole: &str, body: &str) -> Result<String> {
-        let mut out = String::new();
-        let chars: Vec<char> = body.chars().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            match chars[i] {
-                '{' if chars.get(i + 1) == Some(&'{') => {
-                    out.push('{');
-                    i += 2;
-                }
-                '}' if chars.get(i + 1) == Some(&'}') => {
-                    out.push('}');
-                    i += 2;
-                }
-                '{' => {
-                    let end = matching_brace(&chars, i)
-                        .ok_or_else(|| self.fail(whole, "unbalanced `{` in the f-string"))?;
-                    let inner: String = chars[i + 1..end].iter().collect();
-                    match self.eval(&inner)? {
-                        // A path with a space stays one word of a generator's command.
-                        Eval::Str(s)
-                            if self.field == "blob_gen_cmd"
-                                && s.chars().any(char::is_whitespace)
-                                && !in_quotes(&out) =>
-                        {
-                            let q = if s.contains('"') { '\'' } else { '"' };
-                            out.push_str(&format!("{q}{s}{q}"));
-                        }
-                        Eval::Str(s) => out.push_str(&s),
-                        Eval::Bool(b) => out.push_str(if b { "True" } else { "False" }),
-                        Eval::None => out.push_str("None"),
-                    }
-                    i = end + 1;
-                }
-                '\\' if i + 1 < chars.len() => {
-                    out.push(chars[i + 1]);
-                    i += 2;
-                }
-                c => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// Whether `text` ends inside a quoted word (as [`shell_words`] reads it).
-fn in_quotes(text: &str) -> bool {
-    let mut quote: Option<char> = None;
-    for c in text.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (None, '"' | '\'') => quote = Some(c),
-            _ => {}
-        }
-    }
-    quote.is_some()
-}
-
-/// The `}` closing the `{` at `open`, skipping quoted text.
-fn matching_brace(chars: &[char], open: usize) -> Option<usize> {
-    let mut depth = 0;
-    let mut quote: Option<char> = None;
-    for (i, &c) in chars.iter().enumerate().skip(open) {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '{') => depth += 1,
-            (None, '}') => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Splits call arguments at top-level commas.
-fn split_args(args: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut quote: Option<char> = None;
-    for c in args.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => {
-                quote = None;
-                current.push(c);
-            }
-            (Some(_), c) => current.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                current.push(c);
-            }
-            (None, ',') => out.push(std::mem::take(&mut current).trim().to_string()),
-            (None, c) => current.push(c),
-        }
-    }
-    if !current.trim().is_empty() {
-        out.push(current.trim().to_string());
-    }
-    out
 }
 
 /// Reads `aiter/jit/optCompilerConfig.json` from the prepared tree at `paths.root` and evaluates
@@ -657,180 +461,11 @@ fn list_names(names: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// `cmd` with the value after every `option` replaced by `value`.
-fn replace_option(cmd: &str, option: &str, value: &str) -> String {
-    let mut words: Vec<String> = cmd.split(' ').map(String::from).collect();
-    for i in 0..words.len().saturating_sub(1) {
-        if words[i] == option {
-            words[i + 1] = value.to_string();
-        }
-    }
-    words.join(" ")
-}
-
-/// The recipe's generator scripts resolved: each command's script path and its arguments with
-/// `{}` replaced by `out_dir`.
-pub(crate) fn generator_argv(cmd: &str, out_dir: &Path) -> Vec<String> {
-    // Split first: a directory with a space in its name stays one argument.
-    shell_words(cmd)
-        .into_iter()
-        .map(|word| word.replace("{}", &out_dir.to_string_lossy()))
-        .collect()
-}
-
-/// The `-d` direction of CK's fmha generator command (`None` for any other generator).
-pub(crate) fn ck_direction(cmd: &str) -> Option<&str> {
-    if !cmd.contains("01_fmha/generate.py") {
-        return None;
-    }
-    option_value(cmd, "-d")
-}
-
-/// The word after the first `option` of a command (`-d fwd`: `fwd`).
-pub(crate) fn option_value<'a>(cmd: &'a str, option: &str) -> Option<&'a str> {
-    let mut words = cmd.split_whitespace();
-    words.find(|w| *w == option)?;
-    words.next()
-}
-
-/// `cmd` with CK instance filter `filter`, for narrow builds: it replaces the argument of the
-/// command's own `--filter` (AITER's backward pre/post kernel generator has one), and is
-/// appended to CK's fmha `generate.py` and to a generator whose script takes a `--filter`
-/// (`takes_filter`: the a4w4 blockscale's `gen_instances.py` with qola's series); `None` for
-/// any other generator, which takes no filter.
-pub(crate) fn with_ck_filter(cmd: &str, filter: &str, takes_filter: bool) -> Option<String> {
-    let mut words = shell_words(cmd);
-    if let Some(i) = words.iter().position(|w| w == "--filter") {
-        match words.get_mut(i + 1) {
-            Some(word) => *word = filter.to_string(),
-            None => words.push(filter.to_string()),
-        }
-    } else if cmd.contains("01_fmha/generate.py") || takes_filter {
-        words.extend(["--filter".to_string(), filter.to_string()]);
-    } else {
-        return None;
-    }
-    let quoted: Vec<String> = words
-        .iter()
-        .map(|w| {
-            if w.chars().any(char::is_whitespace) {
-                format!("\"{w}\"")
-            } else {
-                w.clone()
-            }
-        })
-        .collect();
-    Some(quoted.join(" "))
-}
-
-/// Splits a command on spaces, keeping double- or single-quoted words whole (quotes removed).
-fn shell_words(cmd: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    for c in cmd.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        out.push(word);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_output_directory_with_spaces_stays_one_argument() {
-        let argv = generator_argv(
-            "/a/generate.py -d fwd --output_dir {} --filter \"x y\"",
-            Path::new("/build dir/gen"),
-        );
-        assert_eq!(
-            argv,
-            [
-                "/a/generate.py",
-                "-d",
-                "fwd",
-                "--output_dir",
-                "/build dir/gen",
-                "--filter",
-                "x y"
-            ]
-        );
-    }
-
-    #[test]
-    fn a_ck_filter_replaces_a_generators_own_and_is_appended_to_cks_generate_py() {
-        assert_eq!(
-            with_ck_filter(
-                "/a/01_fmha/generate.py -d bwd --output_dir {}",
-                "x*@y@z",
-                false
-            ),
-            Some("/a/01_fmha/generate.py -d bwd --output_dir {} --filter x*@y@z".to_string())
-        );
-        assert_eq!(
-            with_ck_filter(
-                r#"/a/pre_post_generate.py --filter "*@*_nd@*" --output_dir {}"#,
-                "x@y@z",
-                false
-            ),
-            Some("/a/pre_post_generate.py --filter x@y@z --output_dir {}".to_string())
-        );
-        assert_eq!(
-            with_ck_filter("/a/codegen.py --output_dir {}", "x", false),
-            None
-        );
-        assert_eq!(
-            with_ck_filter("/a/gen_instances.py --working_path {}", "a|b", true),
-            Some("/a/gen_instances.py --working_path {} --filter a|b".to_string())
-        );
-    }
-    use crate::build_script::Directives;
-
-    fn eval(expr: &str) -> Result<Eval> {
-        eval_at("/a", "f", expr)
-    }
-
-    /// `expr` of `field` for a tree at `root`.
-    fn eval_at(root: &str, field: &str, expr: &str) -> Result<Eval> {
-        let directives = Directives::new(false);
-        let env = Env::new(&directives);
-        let paths = AiterPaths {
-            root: PathBuf::from(root),
-            meta: PathBuf::from(root),
-            arch: "gfx942".to_string(),
-            tuned_tables: None,
-        }
-        .merging_tables_in(Path::new(root).join("cache").as_path());
-        Evaluator {
-            module: "m",
-            field,
-            paths: &paths,
-            env: &env,
-        }
-        .eval(expr)
-    }
+    use super::evaluate::tests::eval_at;
 
     #[test]
     fn a_tuned_table_is_the_one_core_py_names_or_its_merge_with_the_models_tables() {
@@ -891,48 +526,6 @@ mod tests {
             Eval::Str("/my tree/csrc/a.cu".into()),
             "a path elsewhere is the path"
         );
-    }
-
-    #[test]
-    fn the_config_language_evaluates() {
-        assert_eq!(eval("'-DX=1'").unwrap(), Eval::Str("-DX=1".into()));
-        assert_eq!(
-            eval("f'{CK_DIR}/example/generate.py -d fwd --output_dir {{}}'").unwrap(),
-            Eval::Str(
-                "/a/3rdparty/composable_kernel/example/generate.py -d fwd --output_dir {}".into()
-            )
-        );
-        assert_eq!(
-            eval(r#"f'-DY={os.environ.get("QOLA_SURELY_UNSET_VARIABLE", 2)}'"#).unwrap(),
-            Eval::Str("-DY=2".into())
-        );
-        assert_eq!(
-            eval("os.environ.get('QOLA_SURELY_UNSET_VARIABLE')").unwrap(),
-            Eval::None
-        );
-        assert_eq!(
-            eval("f'{get_asm_dir()}/fmha_v3_fwd/codegen.py'").unwrap(),
-            Eval::Str("/a/hsa/gfx942//fmha_v3_fwd/codegen.py".into())
-        );
-        assert_eq!(eval("None").unwrap(), Eval::None);
-        assert_eq!(eval("True").unwrap(), Eval::Bool(true));
-    }
-
-    #[test]
-    fn anything_else_is_an_error_naming_module_and_field() {
-        for bad in [
-            "__import__('os').system('x')",
-            "f'{open(\"x\")}'",
-            "f'{NOT_A_VARIABLE}'",
-            "1 + 1",
-        ] {
-            let e = eval(bad).unwrap_err();
-            let message = e.to_string();
-            assert!(
-                message.contains("module m") && message.contains("field f"),
-                "{bad}: {message}"
-            );
-        }
     }
 
     #[test]

@@ -93,6 +93,9 @@ impl From<AiterError> for Error {
     fn from(e: AiterError) -> Error {
         match e {
             AiterError::Failure(e) => Error::Failure(e),
+            AiterError::Manifest(e) => Error::from(e),
+            AiterError::Prepare(e) => Error::from(e),
+            AiterError::Compile(e) => Error::from(e),
             e => Error::Aiter(e),
         }
     }

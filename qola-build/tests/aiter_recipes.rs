@@ -134,7 +134,7 @@ fn module(
     name: &str,
     extra: &str,
     gen_dir: &Path,
-) -> qola_build::Result<AiterModule> {
+) -> Result<AiterModule, qola_build::AiterError> {
     let text = format!("[[modules]]\nname = \"{name}\"\nreceipt = 700\n{extra}");
     let manifest = qola_build::Manifest::from_str_at(&text, Path::new("test.toml")).unwrap();
     let archs = ["gfx942".to_string()];

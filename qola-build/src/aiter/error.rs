@@ -14,6 +14,18 @@ pub enum AiterError {
     #[error(transparent)]
     Failure(#[from] crate::common::failure::Failure),
 
+    /// Reading the manifest.
+    #[error(transparent)]
+    Manifest(#[from] crate::manifest::ManifestError),
+
+    /// Preparing the checkout.
+    #[error(transparent)]
+    Prepare(#[from] crate::prepare::PrepareError),
+
+    /// Compiling and linking.
+    #[error(transparent)]
+    Compile(#[from] crate::compile::CompileError),
+
     /// An option or manifest setting that cannot be served as asked.
     #[error("{option}: {problem}")]
     InvalidOption {
@@ -197,6 +209,9 @@ impl AiterError {
             | AiterError::ApiGeneration { .. }
             | AiterError::RecipeNeeds { .. } => ErrorKind::Aiter,
             AiterError::Failure(e) => e.kind(),
+            AiterError::Manifest(e) => e.kind(),
+            AiterError::Prepare(e) => e.kind(),
+            AiterError::Compile(e) => e.kind(),
         }
     }
 }
@@ -256,9 +271,8 @@ fn codegen_hint(stderr: &str) -> String {
     }
 }
 
-/// `Result` with qola's [`crate::Error`]: AITER's modules prepare, read manifests and compile,
-/// and give each subsystem's error as it is ([`AiterError`] for their own).
-pub(crate) type Result<T, E = crate::Error> = std::result::Result<T, E>;
+/// `Result` with [`AiterError`], which carries the other subsystems' errors as they are.
+pub(crate) type Result<T, E = AiterError> = std::result::Result<T, E>;
 
 crate::common::failure::failure_from!(AiterError);
 

@@ -153,7 +153,7 @@ pub(crate) fn library_in(
                         module.meta.display(),
                         spec.archs.join(", ")
                     ),
-                }.into());
+                });
             }
         },
         None if !module.recipe.hsa_kernels.is_empty() => module.recipe.hsa_kernels.clone(),
@@ -200,7 +200,7 @@ pub(crate) fn library_in(
                 return Err(crate::aiter::AiterError::ApiGeneration {
                     header: spec.root.join("csrc/include/mha_fwd.h"),
                     why: "the options are inside aiter::mha_fwd_args, and qola-sys's C API wrappers are written for AITER 05a0d1f's parameters: build this tree with `qola build` (QoLA's C++ API)".to_string(),
-                }.into());
+                });
             }
             // A static library has no link of its own (the crate's final link has).
             if !module.recipe.extra_ldflags.is_empty() {

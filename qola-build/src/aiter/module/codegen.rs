@@ -153,8 +153,7 @@ pub(crate) fn run_generator(
                 .join(" "),
             stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
             origin: None,
-        }
-        .into());
+        });
     }
     // Copy what changed into the stable directory; remove what is no longer produced.
     let produced = files_under(&tmp);

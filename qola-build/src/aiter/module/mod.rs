@@ -58,8 +58,7 @@ pub fn check_ck_toolchain(toolchain: &HipToolchain) -> Result<()> {
                 format!("{a}.{b}")
             }),
             compiler: toolchain.path.clone(),
-        }
-        .into()),
+        }),
     }
 }
 
@@ -232,8 +231,7 @@ pub(crate) fn batch_size(env: &Env) -> Result<usize> {
             _ => Err(AiterError::InvalidOption {
                 option: format!("QOLA_BATCH={value}"),
                 problem: "it must be a positive number: how many composable_kernel instances one translation unit compiles (1: one unit per instance)".to_string(),
-            }
-            .into()),
+            }),
         },
     }
 }
@@ -259,8 +257,7 @@ pub(crate) fn prepare_module_in(
             arch: arch.clone(),
             supported: supported.clone(),
             registry: entry.file.clone(),
-        }
-        .into());
+        });
     }
     let paths = AiterPaths::new(
         spec.root,
@@ -377,13 +374,12 @@ fn check_ck_present(spec: &AiterModuleSpec, paths: &AiterPaths, env: &Env) -> Re
         module: spec.module.name.clone(),
         dir,
         pinned,
-    }
-    .into())
+    })
 }
 
 /// The error for a module's `key` whose (evaluated) `value` cannot be honoured: naming the
 /// manifest's line when the manifest gives the key, else AITER's entry.
-pub(crate) fn key_error(spec: &AiterModuleSpec, key: &str, value: &str, why: &str) -> crate::Error {
+pub(crate) fn key_error(spec: &AiterModuleSpec, key: &str, value: &str, why: &str) -> AiterError {
     let module = &spec.module;
     match module.lines.get(key) {
         Some(&line) => AiterError::ModuleKey(Box::new(crate::aiter::ModuleKeyError {
@@ -401,7 +397,6 @@ pub(crate) fn key_error(spec: &AiterModuleSpec, key: &str, value: &str, why: &st
             why: why.to_string(),
         },
     }
-    .into()
 }
 
 /// The module's recipe from `optCompilerConfig.json`, with the manifest's overrides and the CK
@@ -437,7 +432,7 @@ fn recipe_of(
                 "no such file in the AITER tree {}: this AITER does not have it; name the sources this commit has (or pin the AITER the manifest was written for)",
                 spec.root.display()
             ),
-        }.into());
+        });
     }
     let mut filtered = false;
     for cmd in &mut recipe.blob_gen_cmd {
@@ -539,14 +534,13 @@ fn generate(
         };
         // A generator a registry added: its failure names the registry's line.
         let run = run.map_err(|e| match e {
-            crate::Error::Aiter(AiterError::Codegen {
+            AiterError::Codegen {
                 command, stderr, ..
-            }) => AiterError::Codegen {
+            } => AiterError::Codegen {
                 command,
                 stderr,
                 origin: recipe.origins.get(cmd).cloned(),
-            }
-            .into(),
+            },
             other => other,
         });
         generated.push(run?);

@@ -203,7 +203,7 @@ pub(crate) fn needs(
                         "it includes \"{}\", which is not on {module}'s include path and which no generator of the tree writes; without {switch} the code it gates is left out and the library would fail every call it serves",
                         include.header
                     ),
-                }.into());
+                });
             }
             needs.defines.push(format!("-D{switch}=1"));
         }
@@ -215,7 +215,7 @@ pub(crate) fn needs(
                 file: source.clone(),
                 symbol: include.header.clone(),
                 why: "an hsa config that the tree's hsa/codegen.py does not write (no hsa/<arch>/ directory of these kernels)".to_string(),
-            }.into());
+            });
         }
     }
     Ok(needs)

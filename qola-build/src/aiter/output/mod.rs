@@ -263,7 +263,7 @@ impl OutputBuild {
     fn check_rocm(&self, manifest: &Manifest, toolchain: &HipToolchain) -> Result<Option<String>> {
         match rocm_mismatch(manifest, toolchain) {
             None => Ok(None),
-            Some(mismatch) if self.require_rocm => Err(mismatch.into()),
+            Some(mismatch) if self.require_rocm => Err(mismatch),
             Some(mismatch) => Ok(Some(format!(
                 "{mismatch}; building with it anyway, as QoLA does (`[qola] rocm_versions` is informational unless --require-rocm)"
             ))),
@@ -346,7 +346,7 @@ impl OutputBuild {
             return Err(AiterError::InvalidOption {
                 option: format!("module {} mode = \"pybind\"", s.module.name),
                 problem: "a pybind module is a Python extension linked against PyTorch, which qola does not build; use mode = \"cpp_itfs\"".to_string(),
-            }.into());
+            });
         }
         let work = self.output_dir.join("_qola");
         let filter = self.ck_filter_of(env, &s.module)?;

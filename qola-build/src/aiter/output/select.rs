@@ -24,8 +24,7 @@ pub(super) fn groups_exist(manifest: &Manifest, groups: &[String]) -> Result<()>
                     "no [[modules]] entry of {} has group = {group:?}",
                     manifest.path.display()
                 ),
-            }
-            .into());
+            });
         }
     }
     Ok(())

@@ -66,15 +66,13 @@ impl OutputBuild {
             return Err(AiterError::InvalidOption {
                 option: "--trust".to_string(),
                 problem: "it names the publishers of the archives --prebuilt fetches: give the store with --prebuilt (or QOLA_PREBUILT_URL, [qola] prebuilt)".to_string(),
-            }
-            .into());
+            });
         }
         if self.sign_key.is_some() && publish.is_none() {
             return Err(AiterError::InvalidOption {
                 option: "--sign-key".to_string(),
                 problem: "it signs what --publish publishes: give the store with --publish (or QOLA_PUBLISH_URL)".to_string(),
-            }
-            .into());
+            });
         }
         let (trust, signer) = match (&fetch, &publish) {
             (None, None) => (Trust::default(), None),
@@ -110,12 +108,9 @@ impl OutputBuild {
             trust,
             signer,
         )
-        .map_err(|problem| {
-            AiterError::InvalidOption {
-                option: "prebuilt store".to_string(),
-                problem,
-            }
-            .into()
+        .map_err(|problem| AiterError::InvalidOption {
+            option: "prebuilt store".to_string(),
+            problem,
         })
     }
 
@@ -183,8 +178,7 @@ impl OutputBuild {
                         s.md_name,
                         differ.join(", ")
                     ),
-                }
-                .into());
+                });
             }
             eprintln!(
                 "qola build: {}: the prebuilt from {} is byte-identical to this build",

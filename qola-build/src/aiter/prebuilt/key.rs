@@ -264,7 +264,7 @@ pub(crate) fn interpreter_identity(python: &Path) -> Result<String> {
         .output()
         .map_err(|e| fail(e.to_string()))?;
     if !output.status.success() {
-        return Err(fail(String::from_utf8_lossy(&output.stderr).into_owned()).into());
+        return Err(fail(String::from_utf8_lossy(&output.stderr).into_owned()));
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }

@@ -50,8 +50,7 @@ pub(crate) fn check(
                     .clone()
                     .unwrap_or_else(|| "unknown".to_string()),
                 compiler: toolchain.path.clone(),
-            }
-            .into());
+            });
         }
     }
     Ok(())

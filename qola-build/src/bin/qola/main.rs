@@ -133,7 +133,7 @@ fn checkout(c: &CheckoutCmd) -> ExitCode {
     if !c.groups.is_empty()
         && let Err(e) = qola_build::aiter::check_groups(&c.prepare.options(), &c.groups)
     {
-        return fail("checkout", c.prepare.json, &e);
+        return fail("checkout", c.prepare.json, &Error::from(e));
     }
     prepare("checkout", &c.prepare, c.prepare.options().try_prepare())
 }
@@ -165,7 +165,7 @@ fn diff(c: &DiffCmd) -> ExitCode {
 fn build(c: &BuildCmd) -> ExitCode {
     let outcome = match c.output_build().try_build() {
         Ok(outcome) => outcome,
-        Err(e) => return fail("build", c.prepare.json, &e),
+        Err(e) => return fail("build", c.prepare.json, &Error::from(e)),
     };
     let r = &outcome.record;
     if c.prepare.json {
@@ -241,7 +241,7 @@ fn plan(c: &BuildCmd) -> ExitCode {
     }
     let plan = match c.output_build().try_plan() {
         Ok(plan) => plan,
-        Err(e) => return fail("plan", c.prepare.json, &e),
+        Err(e) => return fail("plan", c.prepare.json, &Error::from(e)),
     };
     for warning in &plan.warnings {
         eprintln!("qola: warning: {warning}");

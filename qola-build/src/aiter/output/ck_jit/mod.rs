@@ -85,8 +85,7 @@ impl CkJit {
             return Err(problem(
                 "CK_JIT_HIPCC",
                 &format!("{} is not a file: name the real hipcc", compiler.display()),
-            )
-            .into());
+            ));
         }
         let rocm = env.var_os("ROCM_PATH").map(PathBuf::from).ok_or_else(|| {
             problem(
@@ -102,8 +101,7 @@ impl CkJit {
                     "{} has no bin/hipcc: under ck-jit it names ck-jit's fake ROCm",
                     rocm.display()
                 ),
-            )
-            .into());
+            ));
         }
         let ck_jit = CkJit {
             tmp_dir,
@@ -249,7 +247,7 @@ impl CkJit {
                     &format!(
                         "the version script {script} has a comma in its path, which `-Wl,` (the only form ck-jit keeps) splits at: use an output directory without one"
                     ),
-                ).into());
+                ));
             }
             args.push(format!("-Wl,--version-script={script}"));
         }
@@ -398,7 +396,7 @@ impl CkJit {
                 library.display(),
                 self.interceptor.display()
             ),
-        ).into())
+        ))
     }
 
     /// Runs the interceptor with `args` (in ck-jit's environment, with the toolchain's own);
@@ -436,8 +434,7 @@ impl CkJit {
                 out.trim_end(),
                 said.trim_end()
             ),
-        )
-        .into())
+        ))
     }
 
     /// An error when ck-jit's scratch is gone: its interceptor records there.
@@ -451,7 +448,7 @@ impl CkJit {
                 "CK_JIT_TMP_DIR={} is not a directory: ck-jit's scratch vanished (run `ck_jit_build.py full` again)",
                 self.tmp_dir.display()
             ),
-        ).into())
+        ))
     }
 }
 
@@ -485,7 +482,7 @@ fn check_hints(name: &str, taken: &[(PathBuf, Vec<String>)]) -> Result<()> {
             return Err(problem(
                 &format!("{name}: CK's API dispatcher {}", api.display()),
                 "it has none of ck-jit's `//jit_kernel:` hints, so its rewrite would leave calls to kernels that are never compiled: ck-jit's codegen hints patch is not applied to this composable_kernel (ck_jit_build.py applies it; a patch that does not apply to this CK must be adapted to it)",
-            ).into());
+            ));
         }
     }
     Ok(())

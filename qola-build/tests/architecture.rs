@@ -1,25 +1,108 @@
-//! docs/architecture.md's claims about the crate, checked against its module graph: the floors,
-//! the folders' faces, the arrows back up, compile/'s rooms and where the farm is named. The
-//! graph is read from the sources (`use` trees and `crate::`, `super::`, `self::` and child
-//! module paths, tests left out), so a change that breaks the map fails here.
+//! docs/architecture.md's map, checked against the crate's module graph: the floors, each
+//! subsystem's rooms, the folders' faces, the arrows back up and where the farm is named. The
+//! map's tables are this test's input (read from the doc, never copied here), and the graph is
+//! read from the sources (`use` trees and `crate::`, `super::`, `self::` and child module paths,
+//! tests left out), so a change to either alone fails here.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The subsystems from the ground floor up; `error.rs` and `lib.rs` stand above them all.
-const FLOORS: [&str; 7] = [
-    "common",
-    "build_script",
-    "cache_dir",
-    "manifest",
-    "prepare",
-    "compile",
-    "aiter",
-];
+/// One row of the map's table of floors and rooms.
+#[derive(Debug)]
+struct Floor {
+    /// The subsystem's folder (`compile`).
+    subsystem: String,
+    /// Its rooms, as listed (`cache/`, `error.rs`).
+    rooms: BTreeSet<String>,
+    /// The most rooms it may have.
+    at_most: usize,
+}
 
-/// The arrows up the map allows: aiter, which drives every other subsystem, returns the
-/// crate's `Error` (`crate::Error`, the root's), as `(from, to)` modules.
-const ALLOWED_UP: [(&str, &str); 2] = [("aiter/error", ""), ("aiter/module", "")];
+/// The map: docs/architecture.md's tables.
+#[derive(Debug)]
+struct Map {
+    /// The subsystems from the ground floor up; `error.rs` and `lib.rs` stand above them all.
+    floors: Vec<Floor>,
+    /// The folders the faces table names.
+    faces: Vec<String>,
+    /// The arrows up the floors it allows, as `(from, to)` modules (`""` for the root).
+    allowed_up: Vec<(String, String)>,
+}
+
+/// The rows of the markdown table whose header starts with `header`: each row's cells.
+fn table(doc: &str, header: &str) -> Vec<Vec<String>> {
+    let mut lines = doc.lines().skip_while(|l| !l.starts_with(header));
+    assert!(
+        lines.next().is_some(),
+        "docs/architecture.md has no table `{header}`"
+    );
+    lines
+        .skip(1) // the |---| line
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The names in backquotes of a cell (`` `a/` `b.rs` `` gives `a/`, `b.rs`).
+fn quoted(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(String::from)
+        .collect()
+}
+
+/// A module named in the map (`aiter/error.rs`, `lib.rs`, `compile/launcher/`) as a module path.
+fn module_named(name: &str) -> String {
+    match name {
+        "lib.rs" => String::new(),
+        name => name
+            .trim_end_matches('/')
+            .trim_end_matches(".rs")
+            .to_string(),
+    }
+}
+
+fn map() -> Map {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let floors = table(&doc, "| floor | subsystem | rooms | at most |")
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            assert_eq!(row[0], (i + 1).to_string(), "the floors in order: {row:?}");
+            Floor {
+                subsystem: module_named(&quoted(&row[1])[0]),
+                rooms: quoted(&row[2]).into_iter().collect(),
+                at_most: row[3].parse().unwrap(),
+            }
+        })
+        .collect();
+    let faces = table(&doc, "| folder | its face gives |")
+        .iter()
+        .map(|row| module_named(&quoted(&row[0])[0]))
+        .collect();
+    let allowed_up = table(&doc, "| from | to | why |")
+        .iter()
+        .filter(|row| row[0] != "none")
+        .map(|row| {
+            (
+                module_named(&quoted(&row[0])[0]),
+                module_named(&quoted(&row[1])[0]),
+            )
+        })
+        .collect();
+    Map {
+        floors,
+        faces,
+        allowed_up,
+    }
+}
 
 /// A module: its path from the crate root (`compile/cache/key`; `""` for the root).
 type Module = Vec<String>;
@@ -321,11 +404,11 @@ fn graph() -> Vec<Arrow> {
     arrows
 }
 
-/// The floor of a module: its subsystem's place in [`FLOORS`]; the top files stand above.
-fn floor(m: &[String]) -> usize {
+/// The floor of a module: its subsystem's place in the map; the top files stand above.
+fn floor(map: &Map, m: &[String]) -> usize {
     m.first()
-        .and_then(|top| FLOORS.iter().position(|f| f == top))
-        .unwrap_or(FLOORS.len())
+        .and_then(|top| map.floors.iter().position(|f| f.subsystem == *top))
+        .unwrap_or(map.floors.len())
 }
 
 /// The folder a module is in (a folder module is its own).
@@ -342,12 +425,12 @@ fn listed(arrows: &[&Arrow]) -> String {
 }
 
 #[test]
-fn no_module_imports_from_a_floor_above_its_own() {
-    let graph = graph();
+fn no_module_imports_from_a_floor_above_its_own_but_the_arrows_the_map_allows() {
+    let (map, graph) = (map(), graph());
     let up: Vec<&Arrow> = graph
         .iter()
-        .filter(|a| floor(&a.to) > floor(&a.from))
-        .filter(|a| !ALLOWED_UP.contains(&(name(&a.from).as_str(), name(&a.to).as_str())))
+        .filter(|a| floor(&map, &a.to) > floor(&map, &a.from))
+        .filter(|a| !map.allowed_up.contains(&(name(&a.from), name(&a.to))))
         .collect();
     assert!(up.is_empty(), "arrows up the floors:\n{}", listed(&up));
     let ground: Vec<&Arrow> = graph
@@ -360,12 +443,55 @@ fn no_module_imports_from_a_floor_above_its_own() {
         "the ground floor imports:\n{}",
         listed(&ground)
     );
-    for (from, to) in ALLOWED_UP {
+    for (from, to) in &map.allowed_up {
         assert!(
             graph
                 .iter()
-                .any(|a| name(&a.from) == from && name(&a.to) == to),
-            "the allowed arrow {from} -> {to} is gone: take it out of ALLOWED_UP and the map"
+                .any(|a| name(&a.from) == *from && name(&a.to) == *to),
+            "the allowed arrow {from} -> {to} is gone: take it out of the map"
+        );
+    }
+}
+
+#[test]
+fn every_subsystem_has_the_rooms_the_map_lists_and_no_more_than_it_allows() {
+    let map = map();
+    assert_eq!(map.floors[0].subsystem, "common", "the ground floor");
+    let folders: BTreeSet<String> = std::fs::read_dir(src())
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().is_dir() && e.file_name() != "bin")
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let mapped: BTreeSet<String> = map.floors.iter().map(|f| f.subsystem.clone()).collect();
+    assert_eq!(folders, mapped, "the subsystems on the map");
+    for floor in &map.floors {
+        let rooms: BTreeSet<String> = std::fs::read_dir(src().join(&floor.subsystem))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name() != "mod.rs")
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if e.path().is_dir() {
+                    format!("{name}/")
+                } else {
+                    name
+                }
+            })
+            .collect();
+        assert_eq!(rooms, floor.rooms, "{}/'s rooms", floor.subsystem);
+        assert!(
+            rooms.len() <= floor.at_most,
+            "{}/ has {} rooms, the map allows {}",
+            floor.subsystem,
+            rooms.len(),
+            floor.at_most
+        );
+    }
+    for face in &map.faces {
+        assert!(
+            src().join(face).join("mod.rs").is_file(),
+            "{face}: a folder"
         );
     }
 }
@@ -407,17 +533,24 @@ fn no_child_folder_reaches_back_up_past_an_ancestors_face() {
 }
 
 #[test]
-fn compile_has_at_most_ten_rooms() {
-    let rooms: Vec<String> = std::fs::read_dir(src().join("compile"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "mod.rs")
+fn no_file_of_aiter_is_longer_than_the_map_says() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
+    let doc = std::fs::read_to_string(&path).unwrap().replace('\n', " ");
+    let limit: usize = doc
+        .split("no file of `aiter/` is over ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the map says how long a file of aiter/ may be");
+    let long: Vec<String> = modules()
+        .into_iter()
+        .filter(|(m, _)| m.first().is_some_and(|f| f == "aiter"))
+        .filter_map(|(m, _)| {
+            let lines = std::fs::read_to_string(file_of(&m)?).ok()?.lines().count();
+            (lines > limit).then(|| format!("{}: {lines} lines", name(&m)))
+        })
         .collect();
-    assert!(
-        rooms.len() <= 10,
-        "compile/ has {} rooms: {rooms:?}",
-        rooms.len()
-    );
+    assert!(long.is_empty(), "over {limit} lines: {long:?}");
 }
 
 #[test]

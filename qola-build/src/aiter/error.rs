@@ -131,7 +131,7 @@ pub enum AiterError {
     /// A module asked for an architecture its kernels do not exist for (the registry's
     /// `architectures`).
     #[error("module {module}: its kernels exist for {} only (per {}), not {arch}: build it for {} (--arch, [build] architectures), or drop the module from the manifest", supported.join(", "), registry.display(), supported.join(", "))]
-    UnsupportedArch {
+    NoKernelsForArch {
         /// The module.
         module: String,
         /// The architecture asked for.
@@ -200,7 +200,7 @@ impl AiterError {
             | AiterError::TreeNeedsNewerRocm { .. }
             | AiterError::CkMissing { .. }
             | AiterError::CkJit { .. } => ErrorKind::Toolchain,
-            AiterError::UnsupportedArch { .. }
+            AiterError::NoKernelsForArch { .. }
             | AiterError::ModuleKey(_)
             | AiterError::RegistryInvalid { .. }
             | AiterError::Registry { .. } => ErrorKind::Input,

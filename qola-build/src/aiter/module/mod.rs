@@ -252,7 +252,7 @@ pub(crate) fn prepare_module_in(
         && let Some(supported) = &entry.architectures
         && let Some(arch) = spec.archs.iter().find(|a| !supported.contains(a))
     {
-        return Err(AiterError::UnsupportedArch {
+        return Err(AiterError::NoKernelsForArch {
             module: spec.module.name.clone(),
             arch: arch.clone(),
             supported: supported.clone(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::archive::{self, Index};
 use super::signing::{Signer, Trust};
-use super::store::{Failure, Store};
+use super::store::{NoArchive, Store};
 
 /// A store of prebuilt libraries, by URL.
 #[derive(Debug, Clone)]
@@ -133,7 +133,7 @@ impl Remote {
         let name = Self::name(md_name, key);
         let at = self.store.locate(&name);
         let bytes = self.store.get(&name).map_err(|failure| match failure {
-            Failure::Missing => format!("no prebuilt {md_name} at {at}: {failure}"),
+            NoArchive::Missing => format!("no prebuilt {md_name} at {at}: {failure}"),
             other => format!("prebuilt {md_name} not fetched from {at}: {other}"),
         })?;
         if trust.any() {
@@ -141,7 +141,7 @@ impl Remote {
             let signature_name = Self::signature_name(md_name, key);
             let signature = match self.store.get(&signature_name) {
                 Ok(signature) => Some(signature),
-                Err(Failure::Missing) => None,
+                Err(NoArchive::Missing) => None,
                 Err(other) => {
                     return Err(format!(
                         "prebuilt {md_name}: its signature not fetched from {}: {other}",
@@ -171,7 +171,7 @@ impl Remote {
         signer: Option<&Signer>,
     ) -> Result<Option<usize>, String> {
         let (md_name, name) = (&index.md_name, Self::name(&index.md_name, &index.key));
-        let not_published = |failure: Failure| {
+        let not_published = |failure: NoArchive| {
             format!(
                 "{md_name} not published to {}: {failure}",
                 self.store.locate(&name)

@@ -38,10 +38,7 @@ struct Table {
     rows: Vec<Vec<String>>,
 }
 
-/// Why a merge failed, for the caller to wrap with the variable it was merging.
-pub(crate) type Why = String;
-
-fn read_table(path: &Path) -> Result<Table, Why> {
+fn read_table(path: &Path) -> Result<Table, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if text.contains('"') {
@@ -136,7 +133,7 @@ fn filled_rows(
     table: &Table,
     columns: &[String],
     legacy: &[(i64, String)],
-) -> Result<Vec<Vec<String>>, Why> {
+) -> Result<Vec<Vec<String>>, String> {
     let index = |name: &str| table.columns.iter().position(|c| c == name);
     let cu_num = index("cu_num");
     let mut out = Vec::new();
@@ -219,7 +216,7 @@ pub(crate) fn merged(
     name: &str,
     listed: &[PathBuf],
     cache_dir: &Path,
-) -> Result<PathBuf, Why> {
+) -> Result<PathBuf, String> {
     if let [one] = listed {
         return Ok(one.clone());
     }
@@ -328,7 +325,7 @@ mod tests {
             std::fs::write(&path, text).unwrap();
             path
         }
-        fn merge(&self, tables: &[PathBuf]) -> Result<PathBuf, Why> {
+        fn merge(&self, tables: &[PathBuf]) -> Result<PathBuf, String> {
             merged(
                 self.0.path(),
                 "t_tuned_gemm",

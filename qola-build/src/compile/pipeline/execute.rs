@@ -327,15 +327,15 @@ fn library_stamp(
     resolved: &Resolved,
     name: &str,
     keys: &[String],
-) -> Result<link::Stamp> {
+) -> Result<link::LinkRecord> {
     match &build.shared {
-        Some(path) => link::shared_stamp(
+        Some(path) => link::shared_link_record(
             &resolved.toolchain,
             build.shared_link(path),
             keys,
             &resolved.out_dir,
         ),
-        None => Ok(link::static_stamp(
+        None => Ok(link::static_link_record(
             name,
             keys,
             &build.exported,

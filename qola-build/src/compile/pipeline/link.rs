@@ -109,13 +109,13 @@ pub(crate) fn shared_command(compiler: &Path, link: SharedLink) -> String {
 
 /// The record of a library's inputs: the library, the file that records what it was linked
 /// from, and what that file must hold for the library to be up to date.
-pub(crate) struct Stamp {
+pub(crate) struct LinkRecord {
     library: PathBuf,
     path: PathBuf,
     inputs: String,
 }
 
-impl Stamp {
+impl LinkRecord {
     /// Whether the library exists and was linked from these inputs.
     pub(crate) fn holds(&self) -> bool {
         self.library.is_file()
@@ -127,14 +127,14 @@ impl Stamp {
     }
 }
 
-/// The stamp of the shared library `link` from the objects of `keys` by `toolchain`, kept in
+/// The link record of the shared library `link` from the objects of `keys` by `toolchain`, kept in
 /// `work_dir`.
-pub(crate) fn shared_stamp(
+pub(crate) fn shared_link_record(
     toolchain: &HipToolchain,
     link: SharedLink,
     keys: &[String],
     work_dir: &Path,
-) -> Result<Stamp> {
+) -> Result<LinkRecord> {
     let file_name = link
         .library
         .file_name()
@@ -150,25 +150,25 @@ pub(crate) fn shared_stamp(
         script,
         toolchain.identity
     );
-    // Libraries linked without flags keep the stamps they had.
+    // Libraries linked without flags keep the records they had.
     if !link.flags.is_empty() {
         inputs.push_str(&format!("--\n{}\n", link.flags.join("\n")));
     }
-    Ok(Stamp {
+    Ok(LinkRecord {
         library: link.library.to_path_buf(),
         path: work_dir.join(format!("{file_name}.inputs")),
         inputs,
     })
 }
 
-/// The stamp of `<out_dir>/lib<name>.a` linked from the objects of `keys`, exporting `exported`.
-pub(crate) fn static_stamp(
+/// The link record of `<out_dir>/lib<name>.a` linked from the objects of `keys`, exporting `exported`.
+pub(crate) fn static_link_record(
     name: &str,
     keys: &[String],
     exported: &[String],
     out_dir: &Path,
-) -> Stamp {
-    Stamp {
+) -> LinkRecord {
+    LinkRecord {
         library: out_dir.join(format!("lib{name}.a")),
         path: out_dir.join(format!("lib{name}.inputs")),
         // The recipe's version is an input: a library linked by an earlier recipe is relinked.
@@ -182,19 +182,19 @@ pub(crate) fn static_stamp(
 
 /// Links `objects` into the shared library `library` with the HIP compiler (which adds the HIP
 /// runtime), exporting what `version_script` names. Written (through a temporary file and a
-/// rename) only when the objects or the script changed (`stamp`, see [`shared_stamp`]).
+/// rename) only when the objects or the script changed (`record`, see [`shared_link_record`]).
 pub(crate) fn link_shared(
     toolchain: &HipToolchain,
     link: SharedLink,
     objects: &[PathBuf],
-    stamp: &Stamp,
+    record: &LinkRecord,
 ) -> Result<Linked> {
     let library = link.library;
     let file_name = library
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if stamp.holds() {
+    if record.holds() {
         return Ok(Linked {
             library: library.to_path_buf(),
             written: false,
@@ -223,7 +223,7 @@ pub(crate) fn link_shared(
         return Err(e);
     }
     std::fs::rename(&partial, library).map_err(io_error("install", library))?;
-    stamp.write()?;
+    record.write()?;
     Ok(Linked {
         library: library.to_path_buf(),
         written: true,
@@ -239,7 +239,7 @@ pub(crate) struct Linked {
 }
 
 /// Links `objects` into `<out_dir>/lib<name>.a`, exporting only `exported` when it is not
-/// empty, unless `stamp` (see [`static_stamp`]) says it is up to date. Prints cc's
+/// empty, unless `record` (see [`static_link_record`]) says it is up to date. Prints cc's
 /// `rustc-link-lib` directives when `cargo_metadata`.
 pub(crate) fn link(
     name: &str,
@@ -248,10 +248,10 @@ pub(crate) fn link(
     out_dir: &Path,
     target: &str,
     cargo_metadata: bool,
-    stamp: &Stamp,
+    record: &LinkRecord,
 ) -> Result<Linked> {
     let library = out_dir.join(format!("lib{name}.a"));
-    if stamp.holds() {
+    if record.holds() {
         if cargo_metadata {
             println!("cargo:rustc-link-search=native={}", out_dir.display());
             println!("cargo:rustc-link-lib=static={name}");
@@ -298,7 +298,7 @@ pub(crate) fn link(
             command: format!("ar (through cc) for lib{name}.a"),
             stderr: e.to_string(),
         })?;
-    stamp.write()?;
+    record.write()?;
     Ok(Linked {
         library,
         written: true,

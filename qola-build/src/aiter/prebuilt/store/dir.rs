@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Backend, Failure, temporary};
+use super::{Backend, NoArchive, temporary};
 
 /// A store in a directory.
 #[derive(Debug)]
@@ -23,10 +23,10 @@ pub(super) fn open(url: &str, _timeout: Duration) -> Option<Result<Arc<dyn Backe
 }
 
 /// A failure of the file system as a store's answer.
-fn io(e: std::io::Error) -> Failure {
+fn io(e: std::io::Error) -> NoArchive {
     match e.kind() {
-        std::io::ErrorKind::PermissionDenied => Failure::Refused(e.to_string()),
-        _ => Failure::Error(e.to_string()),
+        std::io::ErrorKind::PermissionDenied => NoArchive::Refused(e.to_string()),
+        _ => NoArchive::Error(e.to_string()),
     }
 }
 
@@ -35,18 +35,18 @@ impl Backend for Dir {
         self.0.join(name).display().to_string()
     }
 
-    fn get(&self, name: &str) -> Result<Vec<u8>, Failure> {
+    fn get(&self, name: &str) -> Result<Vec<u8>, NoArchive> {
         std::fs::read(self.0.join(name)).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Failure::Missing,
+            std::io::ErrorKind::NotFound => NoArchive::Missing,
             _ => io(e),
         })
     }
 
-    fn holds(&self, name: &str) -> Result<bool, Failure> {
+    fn holds(&self, name: &str) -> Result<bool, NoArchive> {
         Ok(self.0.join(name).is_file())
     }
 
-    fn put(&self, name: &str, bytes: &[u8]) -> Result<(), Failure> {
+    fn put(&self, name: &str, bytes: &[u8]) -> Result<(), NoArchive> {
         let path = self.0.join(name);
         let tmp = self.0.join(temporary(name));
         if let Some(parent) = path.parent() {

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Backend, Failure, temporary};
+use super::{Backend, NoArchive, temporary};
 
 /// An HTTP(S) base URL, without a trailing `/`, and the client with the timeout.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ impl Backend for Http {
         format!("{}/{name}", self.base)
     }
 
-    fn get(&self, name: &str) -> Result<Vec<u8>, Failure> {
+    fn get(&self, name: &str) -> Result<Vec<u8>, NoArchive> {
         let response = self
             .agent
             .get(self.locate(name))
@@ -50,15 +50,15 @@ impl Backend for Http {
                     .into_body()
                     .into_reader()
                     .read_to_end(&mut bytes)
-                    .map_err(|e| Failure::NoAnswer(format!("reading the answer: {e}")))?;
+                    .map_err(|e| NoArchive::NoAnswer(format!("reading the answer: {e}")))?;
                 Ok(bytes)
             }
-            404 | 410 => Err(Failure::Missing),
+            404 | 410 => Err(NoArchive::Missing),
             status => Err(status_failure("GET", status)),
         }
     }
 
-    fn holds(&self, name: &str) -> Result<bool, Failure> {
+    fn holds(&self, name: &str) -> Result<bool, NoArchive> {
         let response = self
             .agent
             .head(self.locate(name))
@@ -71,7 +71,7 @@ impl Backend for Http {
         }
     }
 
-    fn put(&self, name: &str, bytes: &[u8]) -> Result<(), Failure> {
+    fn put(&self, name: &str, bytes: &[u8]) -> Result<(), NoArchive> {
         let agent = &self.agent;
         let tmp_url = self.locate(&temporary(name));
         let response = agent.put(&tmp_url).send(bytes).map_err(no_answer)?;
@@ -110,18 +110,18 @@ impl Backend for Http {
 }
 
 /// A transport error: nothing answered (refused connection, unknown host, timeout).
-fn no_answer(e: ureq::Error) -> Failure {
-    Failure::NoAnswer(match e {
+fn no_answer(e: ureq::Error) -> NoArchive {
+    NoArchive::NoAnswer(match e {
         ureq::Error::Timeout(what) => format!("no answer within the timeout ({what})"),
         other => other.to_string(),
     })
 }
 
 /// An HTTP status that is not a success or a miss.
-fn status_failure(method: &str, status: u16) -> Failure {
+fn status_failure(method: &str, status: u16) -> NoArchive {
     let what = format!("{method} answered HTTP {status}");
     match status {
-        401 | 403 | 405 => Failure::Refused(what),
-        _ => Failure::Error(what),
+        401 | 403 | 405 => NoArchive::Refused(what),
+        _ => NoArchive::Error(what),
     }
 }

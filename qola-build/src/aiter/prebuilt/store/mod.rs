@@ -13,7 +13,7 @@
 //! |---|---|---|
 //! | `open(url, timeout)` | its scheme's URLs, else `None`; a malformed one is `Some(Err)` | `s3://bucket/prefix`, credentials from the environment |
 //! | `locate(name)` | where `name` is, for messages | `s3://bucket/prefix/<name>` |
-//! | `get(name)` | the bytes; [`Failure::Missing`] for none (a miss, not a fault), `Refused` for a permission, `NoAnswer` within the timeout | `GetObject`; `NoSuchKey` is `Missing`, `AccessDenied` `Refused` |
+//! | `get(name)` | the bytes; [`NoArchive::Missing`] for none (a miss, not a fault), `Refused` for a permission, `NoAnswer` within the timeout | `GetObject`; `NoSuchKey` is `Missing`, `AccessDenied` `Refused` |
 //! | `holds(name)` | whether it is there (publishing skips a key the store holds) | `HeadObject` |
 //! | `put(name, bytes)` | stored so that a reader sees all of it or none: a temporary name then a move, or one atomic write | `PutObject` (atomic per object) |
 
@@ -28,11 +28,11 @@ pub(crate) trait Backend: std::fmt::Debug + Send + Sync {
     /// Where `name` is, for messages.
     fn locate(&self, name: &str) -> String;
     /// The bytes of `name`.
-    fn get(&self, name: &str) -> Result<Vec<u8>, Failure>;
+    fn get(&self, name: &str) -> Result<Vec<u8>, NoArchive>;
     /// Whether the store holds `name`; `Err` when it cannot tell.
-    fn holds(&self, name: &str) -> Result<bool, Failure>;
+    fn holds(&self, name: &str) -> Result<bool, NoArchive>;
     /// Stores `bytes` as `name`, whole or not at all for readers.
-    fn put(&self, name: &str, bytes: &[u8]) -> Result<(), Failure>;
+    fn put(&self, name: &str, bytes: &[u8]) -> Result<(), NoArchive>;
 }
 
 /// Opens the backend of a URL: `None` when the URL is not of its scheme.
@@ -47,7 +47,7 @@ pub(crate) struct Store(Arc<dyn Backend>);
 
 /// Why a request got no archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub(crate) enum NoArchive {
     /// The store answered that there is none (`404`, no such file).
     Missing,
     /// The store refused (`401`, `403`, `405`): a permission, not a fault.
@@ -58,22 +58,22 @@ pub(crate) enum Failure {
     NoAnswer(String),
 }
 
-impl std::fmt::Display for Failure {
+impl std::fmt::Display for NoArchive {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Missing => write!(
+            NoArchive::Missing => write!(
                 f,
                 "none was published for this key (the store answered: a miss, not a fault; CI publishes with --publish, and `qola plan` shows the key's inputs to compare with CI's)"
             ),
-            Failure::Refused(why) => write!(
+            NoArchive::Refused(why) => write!(
                 f,
                 "{why}: the store refused (check its permissions, and the credentials or allow list that reach it)"
             ),
-            Failure::Error(why) => write!(
+            NoArchive::Error(why) => write!(
                 f,
                 "{why} (an error, not a miss: check the server's error log, or the directory of a file:// store)"
             ),
-            Failure::NoAnswer(why) => write!(
+            NoArchive::NoAnswer(why) => write!(
                 f,
                 "{why} (check that the server is up and reachable; QOLA_PREBUILT_TIMEOUT sets how long to wait)"
             ),
@@ -102,17 +102,17 @@ impl Store {
     }
 
     /// The bytes of `name`.
-    pub(crate) fn get(&self, name: &str) -> Result<Vec<u8>, Failure> {
+    pub(crate) fn get(&self, name: &str) -> Result<Vec<u8>, NoArchive> {
         self.0.get(name)
     }
 
     /// Whether the store holds `name`; `Err` when it cannot tell.
-    pub(crate) fn holds(&self, name: &str) -> Result<bool, Failure> {
+    pub(crate) fn holds(&self, name: &str) -> Result<bool, NoArchive> {
         self.0.holds(name)
     }
 
     /// Stores `bytes` as `name` (see the module docs).
-    pub(crate) fn put(&self, name: &str, bytes: &[u8]) -> Result<(), Failure> {
+    pub(crate) fn put(&self, name: &str, bytes: &[u8]) -> Result<(), NoArchive> {
         self.0.put(name, bytes)
     }
 }

@@ -21,19 +21,20 @@
 
 use std::path::{Path, PathBuf};
 
+use qola_build::BuildScript;
+
 type BoxError = Box<dyn std::error::Error>;
 
 fn main() {
-    if let Err(e) = build() {
+    // One context for the whole script: every directive printed once, every read tracked.
+    let script = BuildScript::new();
+    if let Err(e) = build(&script) {
         panic!("{e}");
     }
 }
 
-fn env(name: &str) -> Result<Option<String>, BoxError> {
-    Ok(qola_build::build_script_env(name)?)
-}
-
-fn build() -> Result<(), BoxError> {
+fn build(script: &BuildScript) -> Result<(), BoxError> {
+    let env = |name: &str| script.var(name);
     for module in GEMM_MODULES {
         println!("cargo:rustc-check-cfg=cfg(qola_{})", &module["lib".len()..]);
     }
@@ -55,13 +56,13 @@ fn build() -> Result<(), BoxError> {
         _ => "builtin",
     };
     match env("QOLA_KERNELS")?.as_deref().unwrap_or(default) {
-        "builtin" => builtin(&kernels),
+        "builtin" => builtin(script, &kernels),
         "aiter" => {
             let manifest = match named {
                 Some(manifest) => manifest,
                 None => qola_build::Manifest::from_path(&manifest_dir.join("qola.toml"))?,
             };
-            aiter(manifest, &manifest_dir, &kernels)
+            aiter(script, manifest, &manifest_dir, &kernels)
         }
         other => Err(format!("QOLA_KERNELS={other}: expected builtin or aiter").into()),
     }
@@ -80,7 +81,7 @@ const API: [&str; 6] = [
     "qola_mha_status_string",
 ];
 
-fn builtin(kernels: &Path) -> Result<(), BoxError> {
+fn builtin(script: &BuildScript, kernels: &Path) -> Result<(), BoxError> {
     // A new or removed kernel file reruns the script; the files it reads are watched one by one.
     println!("cargo:rerun-if-changed={}", kernels.display());
     let mut sources: Vec<PathBuf> = std::fs::read_dir(kernels)?
@@ -97,7 +98,7 @@ fn builtin(kernels: &Path) -> Result<(), BoxError> {
     for symbol in API {
         build.export(symbol);
     }
-    let report = build.try_compile("qola_mha")?;
+    let report = script.compile(&build, "qola_mha")?;
     println!(
         "cargo:rustc-env=QOLA_MHA_LIBRARIES={}",
         report.library.display()
@@ -206,18 +207,17 @@ fn selected_modules<'m>(
 
 /// AITER's modules of `manifest` (read once, handed to the preparation).
 fn aiter(
+    script: &BuildScript,
     manifest: qola_build::Manifest,
     manifest_dir: &Path,
     kernels: &Path,
 ) -> Result<(), BoxError> {
-    let selection = env("QOLA_AITER_MODULES")?;
+    let selection = script.var("QOLA_AITER_MODULES")?;
     let selected = selected_modules(&manifest, selection.as_deref())?;
-    let prepared = qola_build::Prepare::new()
-        .manifest_read(manifest.clone())
-        .try_prepare()?;
-    let archs = qola_build::gpu_archs(&manifest.build.architectures)?;
-    let out_dir = PathBuf::from(env("OUT_DIR")?.ok_or("OUT_DIR is not set")?);
-    let cache = qola_build::cache_dir()?;
+    let prepared = script.prepare(qola_build::Prepare::new().manifest_read(manifest.clone()))?;
+    let archs = script.gpu_archs(&manifest.build.architectures)?;
+    let out_dir = PathBuf::from(script.var("OUT_DIR")?.ok_or("OUT_DIR is not set")?);
+    let cache = script.cache_dir()?;
     let wrappers = manifest_dir.join("aiter");
     println!("cargo:rerun-if-changed={}", wrappers.display());
     let variants = manifest.variant_filters()?;
@@ -228,13 +228,13 @@ fn aiter(
     for (module, source, exports) in selected {
         // The module's own filter, else every module's (CK's forward and backward filters
         // differ in form: the backward's has three `@` parts).
-        let ck_filter = qola_build::aiter::ck_filter(&module.name)?;
+        let ck_filter = script.ck_filter(&module.name)?;
         let api = qola_build::aiter::Api::C {
             sources: vec![wrappers.join(source)],
             include: kernels.join("include"),
             exports: exports.iter().map(|s| s.to_string()).collect(),
         };
-        let mut library = qola_build::aiter::library(
+        let mut library = script.library(
             &qola_build::aiter::AiterModuleSpec {
                 root: &prepared.root,
                 module,
@@ -264,7 +264,8 @@ fn aiter(
         }
         let name = library.module.recipe.name.clone();
         // A batch of CK instances that fails is compiled again one instance each (qola-build).
-        let report = library.try_compile(name.strip_prefix("lib").unwrap_or(&name))?;
+        let report =
+            script.compile_library(&mut library, name.strip_prefix("lib").unwrap_or(&name))?;
         libraries.push(report.library.display().to_string());
     }
     // The status strings every module's statuses need: a library of its own, with
@@ -288,8 +289,8 @@ fn aiter(
         status.toolchain(toolchain);
     }
     libraries.push(
-        status
-            .try_compile("qola_mha_status")?
+        script
+            .compile(&status, "qola_mha_status")?
             .library
             .display()
             .to_string(),

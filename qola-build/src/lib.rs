@@ -135,6 +135,7 @@ mod compile;
 mod error;
 pub mod manifest;
 mod prepare;
+mod script;
 
 pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuild};
 pub use common::text::{scaled_size, split_list};
@@ -151,6 +152,7 @@ pub use manifest::Manifest;
 pub use prepare::{
     Action, DEFAULT_AITER_URL, Preparation, Prepare, Reason, ReasonKind, prepare_aiter,
 };
+pub use script::BuildScript;
 
 /// The GPU architectures to compile for, as [`HipBuild`] resolves them (`QOLA_GPU_ARCHS`,
 /// then `manifest_archs`, then `GPU_ARCHS`, then this machine's GPUs), from a build script.
@@ -167,7 +169,7 @@ pub fn gpu_archs(manifest_archs: &[String]) -> Result<Vec<String>> {
 /// a build script.
 pub fn cache_dir() -> Result<std::path::PathBuf> {
     let directives = build_script::Directives::new(true);
-    Ok(cache_dir::dir(&build_script::Env::new(&directives))?)
+    Ok(cache_dir::dir(&build_script::Env::new(&directives), None)?)
 }
 
 /// What qola's object cache holds (`qola cache`): its objects and their size, the size it is kept
@@ -176,10 +178,7 @@ pub fn cache_dir() -> Result<std::path::PathBuf> {
 pub fn object_cache_usage(cache_dir: Option<&std::path::Path>) -> Result<CacheUsage> {
     let directives = build_script::Directives::new(false);
     let env = build_script::Env::new(&directives);
-    let cache = match cache_dir {
-        Some(dir) => dir.to_path_buf(),
-        None => cache_dir::dir(&env)?,
-    };
+    let cache = cache_dir::dir(&env, cache_dir.map(std::path::Path::to_path_buf))?;
     Ok(compile::cache_usage(&env, &cache)?)
 }
 
@@ -189,10 +188,7 @@ pub fn object_cache_usage(cache_dir: Option<&std::path::Path>) -> Result<CacheUs
 pub fn clear_object_cache(cache_dir: Option<&std::path::Path>) -> Result<Cleared> {
     let directives = build_script::Directives::new(false);
     let env = build_script::Env::new(&directives);
-    let cache = match cache_dir {
-        Some(dir) => dir.to_path_buf(),
-        None => cache_dir::dir(&env)?,
-    };
+    let cache = cache_dir::dir(&env, cache_dir.map(std::path::Path::to_path_buf))?;
     Ok(compile::clear_cache(&cache, &directives)?)
 }
 

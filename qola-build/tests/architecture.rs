@@ -616,34 +616,3 @@ fn no_function_is_allowed_too_many_arguments() {
         "too_many_arguments allowed in {allowed:?}"
     );
 }
-
-#[test]
-fn only_public_entry_points_make_a_context() {
-    // Each public function makes its directives (and the `Env` over them) once and hands them
-    // down; what it calls takes the caller's (`*_in`), so one build reports through one.
-    let (mut inside, mut made) = (Vec::new(), 0);
-    for (m, code) in modules() {
-        for (at, _) in code.match_indices("Directives::new(") {
-            made += 1;
-            let before = &code[..at];
-            let line = before[..before.rfind("fn ").expect("inside a function")]
-                .rsplit('\n')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            if line != "pub" {
-                inside.push(format!("{}: a `{line} fn`", name(&m)));
-            }
-        }
-    }
-    assert!(
-        made >= 10,
-        "only {made} entry points found: the reader is broken"
-    );
-    assert!(
-        inside.is_empty(),
-        "directives made below an entry point (hand the caller's Env down):\n{}",
-        inside.join("\n")
-    );
-}

@@ -395,6 +395,21 @@ fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api(
         bwd.display()
     );
     assert_eq!(exported(&status), ["qola_mha_status_string"]);
+    // The build script made one context (qola_build::BuildScript) for the preparation, both
+    // modules and the three compiles: each directive is printed once (a context of its own per
+    // call prints its reads again).
+    let output = fwd.parent().unwrap().with_file_name("output");
+    let said = std::fs::read_to_string(&output).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    let again: Vec<&str> = said
+        .lines()
+        .filter(|l| l.starts_with("cargo:rerun-if") && !seen.insert(*l))
+        .collect();
+    assert!(
+        again.is_empty() && said.contains("cargo:rerun-if-env-changed=QOLA_CACHE_DIR"),
+        "printed more than once by {}: {again:?}",
+        output.display()
+    );
 
     // A program links the three libraries (with the same toolchain) and runs (in its root), and
     // the calls answer with qola's statuses: what AITER cannot serve is named, what it can passes

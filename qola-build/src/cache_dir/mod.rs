@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use crate::build_script::Env;
 pub use crate::common::failure::NoCacheDir;
+use crate::common::precedence::Setting;
 
 /// The managed AITER checkouts.
 pub(crate) const CHECKOUTS: &str = "checkouts";
@@ -33,19 +34,27 @@ pub(crate) const CORE_FLAGS: &str = "core-flags";
 /// Merged tuned tables.
 pub(crate) const TUNED_TABLES: &str = "tuned-tables";
 
-/// qola's cache: `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
-pub(crate) fn find(env: &Env) -> Option<PathBuf> {
-    if let Some(dir) = env.var_os("QOLA_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
+/// qola's cache by the one precedence (`common::precedence`): `argument` (a builder's
+/// `cache_dir`, `--cache-dir`), else `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else
+/// `$HOME/.cache/qola`; each variable read only when the layers above gave nothing.
+pub(crate) fn find(env: &Env, argument: Option<PathBuf>) -> Option<PathBuf> {
+    let read = |name: &str, under: &[&str]| {
+        Ok::<_, std::convert::Infallible>(
+            env.var_os(name)
+                .map(|dir| under.iter().fold(PathBuf::from(dir), |p, s| p.join(s))),
+        )
+    };
+    let found = Setting::argument(argument)
+        .environment(|| read("QOLA_CACHE_DIR", &[]))
+        .and_then(|s| s.environment(|| read("XDG_CACHE_HOME", &["qola"])))
+        .and_then(|s| s.environment(|| read("HOME", &[".cache", "qola"])));
+    match found {
+        Ok(setting) => setting.value(),
+        Err(never) => match never {},
     }
-    if let Some(dir) = env.var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(dir).join("qola"));
-    }
-    env.var_os("HOME")
-        .map(|home| PathBuf::from(home).join(".cache").join("qola"))
 }
 
 /// [`find`], or the error saying how to set it.
-pub(crate) fn dir(env: &Env) -> Result<PathBuf, NoCacheDir> {
-    find(env).ok_or(NoCacheDir)
+pub(crate) fn dir(env: &Env, argument: Option<PathBuf>) -> Result<PathBuf, NoCacheDir> {
+    find(env, argument).ok_or(NoCacheDir)
 }

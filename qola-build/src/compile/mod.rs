@@ -407,17 +407,28 @@ impl HipBuild {
     }
 }
 
-/// The object cache's size limit: `QOLA_CACHE_MAX_SIZE`, else 20 GiB or a quarter of the file
-/// system holding `cache`, whichever is smaller.
-pub(crate) fn max_cache_size(env: &crate::build_script::Env, cache: &Path) -> error::Result<u64> {
-    Ok(match env.var("QOLA_CACHE_MAX_SIZE")? {
-        Some(size) => cache::parse_size(&size).ok_or_else(|| crate::build_script::EnvError {
+/// The object cache's size limit by the one precedence (`common::precedence`): `argument`
+/// ([`HipBuild::max_cache_size`]), else `QOLA_CACHE_MAX_SIZE`, else 20 GiB or a quarter of the
+/// file system holding `cache`, whichever is smaller.
+pub(crate) fn max_cache_size(
+    env: &crate::build_script::Env,
+    cache: &Path,
+    argument: Option<u64>,
+) -> error::Result<u64> {
+    let from_env = || -> error::Result<Option<u64>> {
+        let Some(size) = env.var("QOLA_CACHE_MAX_SIZE")? else {
+            return Ok(None);
+        };
+        let bytes = cache::parse_size(&size).ok_or_else(|| crate::build_script::EnvError {
             name: "QOLA_CACHE_MAX_SIZE".to_string(),
             value: size.clone(),
             expected: "a size such as 20G, 500M or 1073741824".to_string(),
-        })?,
-        None => cache::default_max_size(cache),
-    })
+        })?;
+        Ok(Some(bytes))
+    };
+    Ok(crate::common::precedence::Setting::argument(argument)
+        .environment(from_env)?
+        .or(|| cache::default_max_size(cache)))
 }
 
 /// What qola's object cache under `cache` holds (`qola cache`).
@@ -425,7 +436,7 @@ pub(crate) fn cache_usage(
     env: &crate::build_script::Env,
     cache: &Path,
 ) -> error::Result<CacheUsage> {
-    let max = max_cache_size(env, cache)?;
+    let max = max_cache_size(env, cache, None)?;
     Ok(cache::usage_of(&cache.join(crate::cache_dir::OBJECTS), max))
 }
 

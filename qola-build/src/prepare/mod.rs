@@ -90,9 +90,13 @@ impl Prepare {
 
     /// [`Prepare::try_prepare`], with Cargo's directives going to `directives`.
     fn prepare_emitting(&self, directives: &Directives) -> Result<Preparation> {
-        let env = Env::new(directives);
-        let settings = self.settings(&env)?;
-        self.prepare_with(&settings, &env)
+        self.try_prepare_in(&Env::new(directives))
+    }
+
+    /// [`Prepare::try_prepare`] in the context `env` of the build script that asks.
+    pub(crate) fn try_prepare_in(&self, env: &Env) -> Result<Preparation> {
+        let settings = self.settings(env)?;
+        self.prepare_with(&settings, env)
     }
 
     /// Prepares the tree `settings` (resolved by the caller, with its manifest parsed) name.

@@ -201,9 +201,7 @@ impl Prepare {
         };
         let clone_url = clone_url(&url);
         let normalized = normalize_url(&clone_url);
-        let cache = Setting::argument(self.cache_dir.clone())
-            .value()
-            .or_else(|| crate::cache_dir::find(env));
+        let cache = crate::cache_dir::find(env, self.cache_dir.clone());
         let root = match Setting::argument(self.root.clone())
             .environment(|| {
                 Ok::<_, PrepareError>(env.var_os("QOLA_AITER_ROOT").map(PathBuf::from))

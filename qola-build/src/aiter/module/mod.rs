@@ -243,11 +243,7 @@ pub(crate) fn prepare_module_in(
     env: &Env,
     ck_instances: CkInstances,
 ) -> Result<AiterModule> {
-    let toolchain = match (spec.toolchain, spec.compiler) {
-        (Some(identified), _) => identified.clone(),
-        (None, Some(path)) => HipToolchain::identify(path)?,
-        (None, None) => HipToolchain::find(env)?,
-    };
+    let toolchain = HipToolchain::resolve(env, spec.toolchain, spec.compiler)?;
     if let Some(entry) = spec.registry().entry(&spec.module.name)
         && let Some(supported) = &entry.architectures
         && let Some(arch) = spec.archs.iter().find(|a| !supported.contains(a))

@@ -28,11 +28,8 @@ pub(crate) struct DirectBuild {
 impl DirectBuild {
     /// `build`'s compile arguments with every path in full.
     pub(crate) fn new(build: &HipBuild, env: &Env) -> Result<DirectBuild> {
-        let toolchain = match (&build.toolchain, &build.compiler) {
-            (Some(identified), _) => identified.clone(),
-            (None, Some(path)) => HipToolchain::identify(path)?,
-            (None, None) => HipToolchain::find(env)?,
-        };
+        let toolchain =
+            HipToolchain::resolve(env, build.toolchain.as_ref(), build.compiler.as_deref())?;
         let common =
             Resolved::base_args(build, env, &toolchain, &host_triple(), Includes::Attached)?;
         let archs = resolve_archs(env, &build.archs, &build.manifest_archs)?;

@@ -64,15 +64,9 @@ impl Resolved {
         std::fs::create_dir_all(&out_dir).map_err(io_error("create", &out_dir))?;
         // Canonical like the sources and headers, so those under OUT_DIR are recognized.
         let out_dir = full_path(&out_dir)?;
-        let cache = match Setting::argument(build.cache_dir.clone()).value() {
-            Some(dir) => dir,
-            None => crate::cache_dir::dir(env)?,
-        };
-        let toolchain = match (&build.toolchain, &build.compiler) {
-            (Some(identified), _) => identified.clone(),
-            (None, Some(path)) => HipToolchain::identify(path)?,
-            (None, None) => HipToolchain::find(env)?,
-        };
+        let cache = crate::cache_dir::dir(env, build.cache_dir.clone())?;
+        let toolchain =
+            HipToolchain::resolve(env, build.toolchain.as_ref(), build.compiler.as_deref())?;
         let roots = Resolved::roots(build, env, &out_dir, &cache)?;
         let target = host_triple();
         let common = Resolved::base_args(build, env, &toolchain, &target, Includes::Separate)?;
@@ -117,10 +111,7 @@ impl Resolved {
                 "a whole number of megabytes, e.g. 1024",
             )?
             .map(|mb| mb << 20);
-        let max_cache_size = match build.max_cache_size {
-            Some(bytes) => bytes,
-            None => crate::compile::max_cache_size(env, &cache)?,
-        };
+        let max_cache_size = crate::compile::max_cache_size(env, &cache, build.max_cache_size)?;
         Ok(Resolved {
             out_dir,
             cache,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
+use crate::common::precedence::Setting;
 use crate::compile::{CompileError, Result};
 
 mod archs;
@@ -41,6 +42,22 @@ pub struct HipToolchain {
 }
 
 impl HipToolchain {
+    /// The compiler by the one precedence (`common::precedence`): the argument (a compiler
+    /// already `identified`, else one at `path`), then the environment (`HIPCC`, then
+    /// `ROCM_PATH` and `HIP_PATH`), then the default (`hipcc` on `PATH`, `/opt/rocm`'s).
+    pub(crate) fn resolve(
+        env: &Env,
+        identified: Option<&HipToolchain>,
+        path: Option<&Path>,
+    ) -> Result<HipToolchain> {
+        let argument = match (identified, path) {
+            (Some(identified), _) => Some(Ok(identified.clone())),
+            (None, Some(path)) => Some(HipToolchain::identify(path)),
+            (None, None) => None,
+        };
+        Setting::argument(argument).or(|| HipToolchain::find(env))
+    }
+
     /// Finds and identifies the compiler, reading the environment through `env`.
     pub(crate) fn find(env: &Env) -> Result<HipToolchain> {
         let mut looked = Vec::new();

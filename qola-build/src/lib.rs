@@ -141,8 +141,8 @@ pub use aiter::{BuildOutcome, BuildRecord, GeneratorPlan, ModulePlan, OutputBuil
 pub use common::text::{scaled_size, split_list};
 pub use compile::HipToolchain;
 pub use compile::{
-    BuildStats, CacheUsage, Cleared, CompilePlan, CompileReport, FarmReport, GroupUsage, HipBuild,
-    LauncherHits, PlannedJob, PlannedUnit, RemoteFailures, UnitReport,
+    BuildStats, CacheUsage, Cleared, CompilePlan, CompileReport, ElsewhereReport, GroupUsage,
+    HipBuild, LauncherHits, PlannedJob, PlannedUnit, RemoteFailures, UnitReport,
 };
 pub use error::{
     AiterError, CompileError, EnvError, Error, ErrorKind, IoError, ManifestError, NoCacheDir,

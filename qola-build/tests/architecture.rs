@@ -577,6 +577,15 @@ fn only_the_launcher_folder_names_the_farm() {
         "a launcher's kind named outside compile/launcher/:\n{}",
         listed(&kinds)
     );
+    // Nor in its code (comments, strings and tests aside): errors and reports carry the
+    // launcher's words, not the farm's fields.
+    let named: Vec<String> = modules()
+        .into_iter()
+        .filter(|(m, _)| !m.starts_with(&launcher))
+        .filter(|(_, code)| code.to_ascii_lowercase().contains("farm"))
+        .map(|(m, _)| name(&m))
+        .collect();
+    assert!(named.is_empty(), "the farm named in the code of {named:?}");
 }
 
 #[test]

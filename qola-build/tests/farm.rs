@@ -71,7 +71,7 @@ fn sccache_servers_of(dir: &Path) -> Vec<String> {
 /// by sccache's cache.
 fn adds_up(report: &CompileReport) {
     let farm = report
-        .farm
+        .elsewhere
         .unwrap_or_else(|| panic!("no farm report: {}", report.summary()));
     assert_eq!(
         farm.distributed + farm.local + farm.cache_hits,
@@ -126,7 +126,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
     let summary = remote.summary();
     adds_up(&remote);
     let report = remote
-        .farm
+        .elsewhere
         .unwrap_or_else(|| panic!("no farm report: {summary}"));
     assert_eq!(report.distributed, sources.len() as u64, "{summary}");
     assert_eq!(report.local, 0, "{summary}");
@@ -161,7 +161,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
     .unwrap_or_else(|e| panic!("{e}"));
     adds_up(&elsewhere);
     assert_eq!(
-        elsewhere.farm.map(|f| f.cache_hits),
+        elsewhere.elsewhere.map(|f| f.cache_hits),
         Some(sources.len() as u64),
         "{}",
         elsewhere.summary()
@@ -244,7 +244,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
             .unwrap_or_else(|e| panic!("{e}"))
         };
         let report = sandboxed("sid");
-        let why = report.farm_down.clone().unwrap_or_default();
+        let why = report.stayed_here.clone().unwrap_or_default();
         assert!(why.contains("not on this machine"), "{}", report.summary());
         let fixtures = qola_tests::fixtures_dir();
         // SAFETY (of the environment): as above.
@@ -254,7 +254,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
         }
         let report = sandboxed("sid-farm");
         assert_eq!(
-            report.farm.map(|f| f.distributed),
+            report.elsewhere.map(|f| f.distributed),
             Some(1),
             "{}",
             report.summary()
@@ -285,7 +285,7 @@ fn hip_compiles_run_on_a_loopback_farm() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(down.compiled(), sources.len());
     assert!(
-        down.farm.is_none() && down.farm_down.is_some(),
+        down.elsewhere.is_none() && down.stayed_here.is_some(),
         "{}",
         down.summary()
     );

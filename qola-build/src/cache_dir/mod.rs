@@ -27,8 +27,8 @@ pub(crate) const SNAPSHOTS: &str = "snapshots";
 pub(crate) const OBJECTS: &str = "hip";
 /// Compiler probe answers.
 pub(crate) const PROBES: &str = "probes";
-/// Compile-farm configs and toolchain archives.
-pub(crate) const FARM: &str = "farm";
+/// The launchers' own files (the compile farm's sccache configs and toolchain archives).
+pub(crate) const LAUNCHER: &str = "farm";
 /// The flags of the tree's `core.py`, per module and environment.
 pub(crate) const CORE_FLAGS: &str = "core-flags";
 /// Merged tuned tables.

@@ -91,9 +91,11 @@ pub enum CompileError {
         repro: PathBuf,
     },
 
-    /// The compile farm (sccache-dist) could not be prepared.
-    #[error("compile farm (QOLA_COMPILER_LAUNCHER=sccache with a [dist] config): {problem}")]
-    Farm {
+    /// The compiler launcher could not be made ready (the compile farm's sccache-dist, say).
+    #[error("{launcher}: {problem}")]
+    Launcher {
+        /// The launcher, in its own words.
+        launcher: String,
         /// What went wrong and what to do.
         problem: String,
     },
@@ -134,7 +136,7 @@ impl CompileError {
             | CompileError::NoGpuArch
             | CompileError::RejectedFlags { .. }
             | CompileError::UnsupportedArch { .. }
-            | CompileError::Farm { .. } => ErrorKind::Toolchain,
+            | CompileError::Launcher { .. } => ErrorKind::Toolchain,
             CompileError::NoOutDir
             | CompileError::InvalidRoot { .. }
             | CompileError::LinkFlagsOfStaticLibrary { .. } => ErrorKind::Input,

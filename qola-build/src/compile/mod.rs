@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 pub use cache::{BuildStats, CacheUsage, Cleared, GroupUsage};
 pub use error::CompileError;
 pub(crate) use error::Result;
-pub use launcher::FarmReport;
+pub use launcher::ElsewhereReport;
 pub use launcher::{LauncherHits, RemoteFailures};
 pub(crate) use passes::read_guard;
 pub use report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport};

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::compile::launcher::FarmReport;
+use crate::compile::launcher::ElsewhereReport;
 use crate::compile::launcher::LauncherHits;
 use crate::compile::toolchain::HipToolchain;
 
@@ -57,13 +57,15 @@ pub struct CompileReport {
     pub jobs_reason: String,
     /// What the launcher's cache answered, when the launcher reports it (ccache).
     pub launcher_hits: Option<LauncherHits>,
-    /// What the compile farm did, when the build ran on one (see [`FarmReport`]).
-    pub farm: Option<FarmReport>,
+    /// What the launcher that sends compiles elsewhere did (the compile farm), when it sent
+    /// them (see [`ElsewhereReport`]).
+    pub elsewhere: Option<ElsewhereReport>,
     /// Objects evicted from qola's cache after this build stored its own
     /// (`QOLA_CACHE_MAX_SIZE`).
     pub evicted: usize,
-    /// Why the configured compile farm was not used (it did not answer): compiled locally.
-    pub farm_down: Option<String>,
+    /// Why compiles the launcher could send elsewhere stayed here, in its words (`the compile
+    /// farm is not used (...)`): compiled locally.
+    pub stayed_here: Option<String>,
 }
 
 impl CompileReport {
@@ -83,7 +85,7 @@ impl CompileReport {
             ),
             _ => String::new(),
         };
-        let farm = match (&self.farm, &self.farm_down) {
+        let elsewhere = match (&self.elsewhere, &self.stayed_here) {
             (Some(f), _) if compiled > 0 => {
                 let retried = if f.infrastructure_errors > 0 {
                     format!(
@@ -104,12 +106,12 @@ impl CompileReport {
                 )
             }
             (_, Some(why)) => {
-                format!("; the compile farm is not used ({why}): compiled locally")
+                format!("; {why}: compiled locally")
             }
             _ => String::new(),
         };
         format!(
-            "qola compiled {compiled} of {} HIP units for {} in {:.1}s: {} reused from qola's cache{launcher}{farm}; {} at once ({}; log: {})",
+            "qola compiled {compiled} of {} HIP units for {} in {:.1}s: {} reused from qola's cache{launcher}{elsewhere}; {} at once ({}; log: {})",
             self.units.len(),
             self.archs.join(","),
             self.elapsed.as_secs_f64(),

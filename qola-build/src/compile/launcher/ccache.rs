@@ -105,7 +105,7 @@ impl Kind for Ccache {
         }
         Answered {
             hits: Some(hits),
-            farm: None,
+            elsewhere: None,
         }
     }
 

@@ -19,7 +19,8 @@
 //! starts, so each build runs its own server (`farm::Server`), stopped when the build ends.
 //!
 //! Adding a launcher: a file here with a type implementing [`Kind`] and its `detect`, and a line
-//! in [`KINDS`]; its tests beside it.
+//! in [`KINDS`]; its tests beside it. A launcher that sends compiles elsewhere implements
+//! [`Elsewhere`] too and gives it from [`Kind::elsewhere`]: nothing else asks for it.
 
 mod ccache;
 mod farm;
@@ -35,7 +36,7 @@ use std::path::{Path, PathBuf};
 use crate::build_script::Env;
 use crate::compile::Result;
 pub(crate) use ccache::Answer;
-pub use farm::FarmReport;
+pub use farm::ElsewhereReport;
 pub(crate) use hits::requests;
 pub use hits::{LauncherHits, RemoteFailures};
 pub(crate) use sccache::Sccache;
@@ -63,31 +64,8 @@ pub(crate) trait Kind: std::fmt::Debug {
         &[]
     }
 
-    /// Asked once, when something compiles (`qola plan` too), before the plan is decided:
-    /// whether compiles can go elsewhere (the compile farm is up), the launcher made ready for
-    /// it ([`Kind::distributes`] says the answer).
-    fn ask(&mut self, _env: &Env, _compile: &Compile) -> Result<()> {
-        Ok(())
-    }
-
-    /// Whether compiles go elsewhere, once [`Kind::ask`] found that they can.
-    fn distributes(&self) -> bool {
-        false
-    }
-
     /// Before the first compile (only builds that compile): its server starts, if it has one.
     fn start(&mut self) {}
-
-    /// How many compiles it holds at once, and why, when that is its own (compiles sent
-    /// elsewhere use neither the local cores nor the local memory).
-    fn capacity(&self) -> Option<(usize, String)> {
-        None
-    }
-
-    /// Why compiles it could send elsewhere stay here, when they do.
-    fn stays_here(&self) -> Option<&str> {
-        None
-    }
 
     /// Its counters now, when it keeps any.
     fn counters(&self) -> Option<Counters> {
@@ -118,27 +96,50 @@ pub(crate) trait Kind: std::fmt::Debug {
         BTreeMap::new()
     }
 
-    /// The path a compile of `source` gives the compiler instead, and a directory its quoted
-    /// includes need (`-iquote`), when the launcher cannot take the source's own.
-    fn source_alias(&self, _source: &Path, _out_dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    /// What it does when it sends compiles elsewhere, if it can (the farm): the one optional
+    /// capability, see [`Elsewhere`].
+    fn elsewhere(&self) -> Option<&dyn Elsewhere> {
         None
     }
 
-    /// Whether a path a depfile names is one of the launcher's aliases (not an input).
-    fn is_alias(&self, _path: &Path) -> bool {
-        false
+    /// [`Kind::elsewhere`], to ask it.
+    fn elsewhere_mut(&mut self) -> Option<&mut dyn Elsewhere> {
+        None
     }
+}
+
+/// A launcher that can send compiles elsewhere (the compile farm): what only such a launcher
+/// answers, reached through [`Kind::elsewhere`]. The build asks it through [`Launcher`], which
+/// answers for a launcher without it (compiles stay here, as given).
+pub(crate) trait Elsewhere {
+    /// Asked once, when something compiles (`qola plan` too), before the plan is decided:
+    /// whether compiles can go elsewhere (the compile farm is up), the launcher made ready for
+    /// it ([`Elsewhere::distributes`] says the answer).
+    fn ask(&mut self, env: &Env, compile: &Compile) -> Result<()>;
+
+    /// Whether compiles go elsewhere, once [`Elsewhere::ask`] found that they can.
+    fn distributes(&self) -> bool;
+
+    /// How many compiles it holds at once, and why (compiles sent elsewhere use neither the
+    /// local cores nor the local memory).
+    fn capacity(&self) -> Option<(usize, String)>;
+
+    /// Why compiles it could send elsewhere stay here, when they do, in its own words (the
+    /// build's summary says them).
+    fn stays_here(&self) -> Option<String>;
+
+    /// The path a compile of `source` gives the compiler instead, and a directory its quoted
+    /// includes need (`-iquote`), when it cannot take the source's own.
+    fn source_alias(&self, source: &Path, out_dir: &Path) -> Option<(PathBuf, PathBuf)>;
+
+    /// Whether a path a depfile names is one of its aliases (not an input).
+    fn is_alias(&self, path: &Path) -> bool;
 
     /// What it must do to an object it compiled before the object is stored.
-    fn finish_object(&self, _object: &Path) -> Result<()> {
-        Ok(())
-    }
+    fn finish_object(&self, object: &Path) -> Result<()>;
 
-    /// The compiler's exit status and message of a failed compile, from what the launcher
-    /// said.
-    fn failure(&self, code: Option<i32>, stderr: &str) -> (Option<i32>, String) {
-        (code, stderr.to_string())
-    }
+    /// The compiler's exit status and message of a failed compile, from what it said.
+    fn failure(&self, code: Option<i32>, stderr: &str) -> (Option<i32>, String);
 }
 
 /// The launcher of a build: one [`Kind`], decided once.
@@ -156,7 +157,7 @@ pub(crate) struct Answered {
     /// Its cache's answers, when it reports them.
     pub hits: Option<LauncherHits>,
     /// What the compile farm did, when the compiles ran on one.
-    pub farm: Option<FarmReport>,
+    pub elsewhere: Option<ElsewhereReport>,
 }
 
 /// The HIP compile of a build, as a launcher that sends compiles elsewhere needs it.
@@ -175,6 +176,56 @@ pub(crate) struct Compile<'a> {
 }
 
 impl Launcher {
+    /// Asks whether compiles can go elsewhere (see [`Elsewhere::ask`]); nothing to ask of a
+    /// launcher that cannot.
+    pub(crate) fn ask(&mut self, env: &Env, compile: &Compile) -> Result<()> {
+        match self.kind.elsewhere_mut() {
+            Some(elsewhere) => elsewhere.ask(env, compile),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether compiles go elsewhere.
+    pub(crate) fn distributes(&self) -> bool {
+        self.kind.elsewhere().is_some_and(|e| e.distributes())
+    }
+
+    /// How many compiles it holds at once, and why, when that is its own.
+    pub(crate) fn capacity(&self) -> Option<(usize, String)> {
+        self.kind.elsewhere()?.capacity()
+    }
+
+    /// Why compiles it could send elsewhere stay here, when they do.
+    pub(crate) fn stays_here(&self) -> Option<String> {
+        self.kind.elsewhere()?.stays_here()
+    }
+
+    /// The alias of `source` a compile gives the compiler, when the launcher needs one.
+    pub(crate) fn source_alias(&self, source: &Path, out_dir: &Path) -> Option<(PathBuf, PathBuf)> {
+        self.kind.elsewhere()?.source_alias(source, out_dir)
+    }
+
+    /// Whether a path a depfile names is one of the launcher's aliases (not an input).
+    pub(crate) fn is_alias(&self, path: &Path) -> bool {
+        self.kind.elsewhere().is_some_and(|e| e.is_alias(path))
+    }
+
+    /// What the launcher must do to an object it compiled before the object is stored.
+    pub(crate) fn finish_object(&self, object: &Path) -> Result<()> {
+        match self.kind.elsewhere() {
+            Some(elsewhere) => elsewhere.finish_object(object),
+            None => Ok(()),
+        }
+    }
+
+    /// The compiler's exit status and message of a failed compile.
+    pub(crate) fn failure(&self, code: Option<i32>, stderr: &str) -> (Option<i32>, String) {
+        match self.kind.elsewhere() {
+            Some(elsewhere) => elsewhere.failure(code, stderr),
+            None => (code, stderr.to_string()),
+        }
+    }
+
     /// The launcher `words` (program and arguments; empty: none), with what it needs to hash
     /// names alike when compiles run in `links` (the roots' links directory).
     pub(crate) fn decide(env: &Env, words: Vec<String>, links: &Path) -> Result<Launcher> {

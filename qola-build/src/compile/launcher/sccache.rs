@@ -103,7 +103,7 @@ impl Kind for Sccache {
         match (before.of::<SccacheStats>(), self.stats()) {
             (Some(before), Some(after)) => Answered {
                 hits: Some(hits_since(&before, &after)),
-                farm: None,
+                elsewhere: None,
             },
             _ => Answered::default(),
         }

@@ -486,8 +486,8 @@ impl HipBuild {
             jobs: jobs.parallelism.jobs,
             jobs_reason: jobs.parallelism.reason.clone(),
             launcher_hits: ran.answered.hits,
-            farm: ran.answered.farm.take(),
-            farm_down: resolved.launcher.stays_here().map(String::from),
+            elsewhere: ran.answered.elsewhere.take(),
+            stayed_here: resolved.launcher.stays_here(),
             evicted,
         };
         let timings = match compiled {

@@ -242,7 +242,7 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
     }
     let digest = hasher.finalize().to_hex();
     let name = &digest[..32];
-    let dir = cache.join(crate::cache_dir::FARM);
+    let dir = cache.join(crate::cache_dir::LAUNCHER);
     let archive = dir.join(format!("{name}.tar.gz"));
     if archive.is_file() {
         return Ok(archive);

@@ -75,12 +75,12 @@ pub(crate) fn write(
     toolchains.push(toml::Value::Table(ours));
     dist.insert("toolchains".into(), toml::Value::Array(toolchains));
     let text = table.to_string();
-    let path = cache.join(crate::cache_dir::FARM).join(format!(
+    let path = cache.join(crate::cache_dir::LAUNCHER).join(format!(
         "sccache-{}.toml",
         &blake3::hash(text.as_bytes()).to_hex()[..16]
     ));
-    std::fs::create_dir_all(cache.join(crate::cache_dir::FARM))
-        .map_err(io_error("create", cache.join(crate::cache_dir::FARM)))?;
+    std::fs::create_dir_all(cache.join(crate::cache_dir::LAUNCHER))
+        .map_err(io_error("create", cache.join(crate::cache_dir::LAUNCHER)))?;
     write_if_changed(&path, text.as_bytes())?;
     Ok(path)
 }

@@ -38,17 +38,20 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::compile::launcher::{self as launcher, Answered, Compile, Kind, Sccache};
+use crate::compile::launcher::{self as launcher, Answered, Compile, Elsewhere, Kind, Sccache};
 use crate::compile::{CompileError, Result};
 pub(crate) use config::UserConfig;
 use failed_remotely::compiler_status;
 pub(crate) use server::Server;
-pub use status::FarmReport;
+pub use status::ElsewhereReport;
 pub(crate) use status::{SccacheStats, SchedulerStatus};
 
 /// The build's error for `words`: what went wrong preparing the farm, and what to do.
 pub(crate) fn problem(words: String) -> CompileError {
-    CompileError::Farm { problem: words }
+    CompileError::Launcher {
+        launcher: "compile farm (QOLA_COMPILER_LAUNCHER=sccache with a [dist] config)".to_string(),
+        problem: words,
+    }
 }
 
 /// What the farm can do for a build: the decision, computed by [`decide`].
@@ -149,48 +152,9 @@ impl Kind for FarmLauncher {
         }
     }
 
-    /// Asks the farm through `sccache` and, when it is up, prepares the command (expanded
-    /// flags, toolchain archive, qola's sccache config, a server of qola's own).
-    fn ask(&mut self, env: &Env, compile: &Compile) -> Result<()> {
-        let (state, command) = prepare(
-            env,
-            &self.user,
-            &self.local.program(),
-            self.local.added_env(),
-            compile,
-        )?;
-        self.state = state;
-        self.command = command;
-        Ok(())
-    }
-
-    fn distributes(&self) -> bool {
-        self.command.is_some()
-    }
-
     fn start(&mut self) {
         if self.command.is_none() {
             self.local.start();
-        }
-    }
-
-    fn capacity(&self) -> Option<(usize, String)> {
-        let (Some(capacity), Farm::Up { servers, cpus }) = (self.state.capacity(), &self.state)
-        else {
-            return None;
-        };
-        Some((
-            capacity,
-            format!(
-                "{capacity} at once: the compile farm's capacity ({servers} build servers, {cpus} CPUs; sccache --dist-status)"
-            ),
-        ))
-    }
-
-    fn stays_here(&self) -> Option<&str> {
-        match &self.state {
-            Farm::Down { why } => Some(why),
-            _ => None,
         }
     }
 
@@ -213,7 +177,7 @@ impl Kind for FarmLauncher {
         ) {
             (Some(before), Some(after)) => Answered {
                 hits: None,
-                farm: Some(before.since(&after)),
+                elsewhere: Some(before.since(&after)),
             },
             _ => Answered::default(),
         }
@@ -222,6 +186,55 @@ impl Kind for FarmLauncher {
     /// No when the compiles ran elsewhere; as sccache's when the farm is down.
     fn peaks_count(&self, answered: &Answered) -> bool {
         self.command.is_none() && self.local.peaks_count(answered)
+    }
+
+    fn elsewhere(&self) -> Option<&dyn Elsewhere> {
+        Some(self)
+    }
+
+    fn elsewhere_mut(&mut self) -> Option<&mut dyn Elsewhere> {
+        Some(self)
+    }
+}
+
+impl Elsewhere for FarmLauncher {
+    /// Asks the farm through `sccache` and, when it is up, prepares the command (expanded
+    /// flags, toolchain archive, qola's sccache config, a server of qola's own).
+    fn ask(&mut self, env: &Env, compile: &Compile) -> Result<()> {
+        let (state, command) = prepare(
+            env,
+            &self.user,
+            &self.local.program(),
+            self.local.added_env(),
+            compile,
+        )?;
+        self.state = state;
+        self.command = command;
+        Ok(())
+    }
+
+    fn distributes(&self) -> bool {
+        self.command.is_some()
+    }
+
+    fn capacity(&self) -> Option<(usize, String)> {
+        let (Some(capacity), Farm::Up { servers, cpus }) = (self.state.capacity(), &self.state)
+        else {
+            return None;
+        };
+        Some((
+            capacity,
+            format!(
+                "{capacity} at once: the compile farm's capacity ({servers} build servers, {cpus} CPUs; sccache --dist-status)"
+            ),
+        ))
+    }
+
+    fn stays_here(&self) -> Option<String> {
+        match &self.state {
+            Farm::Down { why } => Some(format!("the compile farm is not used ({why})")),
+            _ => None,
+        }
     }
 
     fn source_alias(&self, source: &Path, out_dir: &Path) -> Option<(PathBuf, PathBuf)> {

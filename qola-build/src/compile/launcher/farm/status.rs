@@ -105,7 +105,7 @@ impl SccacheStats {
     }
 
     /// What the farm did between `self` and `later`.
-    pub(crate) fn since(&self, later: &SccacheStats) -> FarmReport {
+    pub(crate) fn since(&self, later: &SccacheStats) -> ElsewhereReport {
         let mut servers = 0;
         let mut distributed = 0;
         for (server, &count) in &later.dist_compiles {
@@ -116,7 +116,7 @@ impl SccacheStats {
             }
         }
         let compiled = later.compilations.saturating_sub(self.compilations);
-        FarmReport {
+        ElsewhereReport {
             cache_hits: later.cache_hits.saturating_sub(self.cache_hits),
             distributed,
             servers,
@@ -129,7 +129,7 @@ impl SccacheStats {
 /// What the farm did for a build.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct FarmReport {
+pub struct ElsewhereReport {
     /// Compiles sccache's own cache answered (neither distributed nor compiled locally).
     pub cache_hits: u64,
     /// Compiles run on a build server.

@@ -89,7 +89,7 @@ fn sccache_statistics_give_cache_answers_distributed_local_and_retried_compiles(
     .unwrap();
     assert_eq!(
         before.since(&after),
-        FarmReport {
+        ElsewhereReport {
             cache_hits: 4,
             distributed: 9,
             servers: 2,

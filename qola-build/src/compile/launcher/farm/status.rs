@@ -126,7 +126,8 @@ impl SccacheStats {
     }
 }
 
-/// What the farm did for a build.
+/// What a launcher that sends compiles elsewhere (the compile farm: sccache-dist) did for a
+/// build.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ElsewhereReport {

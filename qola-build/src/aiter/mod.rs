@@ -1,7 +1,10 @@
 //! AITER's own modules (`libmha_fwd`, `libmha_bwd`, ...) built from the prepared tree:
 //! the recipe from `optCompilerConfig.json` (see `recipe`), the manifest's overrides, code
-//! generation into `OUT_DIR` (see `codegen`), AITER's compile flags and include order, and the
-//! hsa code objects embedded into the library (see `hsa`).
+//! generation into `OUT_DIR` (see `module::codegen`), AITER's compile flags and include order,
+//! and the hsa code objects embedded into the library (see `module::hsa`). In rooms: `recipe`,
+//! `module` (one module from the tree), `library` (it as a library, with its API), `registry`
+//! (QoLA's registry format), `output` (`qola build` and `qola plan`), `prebuilt` (libraries by
+//! their key); `error` is [`AiterError`], which carries the other subsystems' errors.
 //!
 //! # Flags
 //!

@@ -12,6 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::compiled;
 use qola_build::{CompileReport, HipBuild};
 use qola_tests::{HipProject, resume, wait_until_stopped};
 
@@ -71,15 +72,6 @@ fn build_of(project: &HipProject, cache: &Path, out: &Path) -> HipBuild {
         .jobs(2)
         .cargo_metadata(false);
     b
-}
-
-fn compiled(report: &CompileReport) -> Vec<String> {
-    report
-        .units
-        .iter()
-        .filter(|u| u.compiled)
-        .map(|u| u.source.file_name().unwrap().to_string_lossy().into_owned())
-        .collect()
 }
 
 /// A build in a child process (`QOLA_TEST_CHILD`): the project of `QOLA_TEST_DIR` into

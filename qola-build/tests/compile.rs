@@ -9,6 +9,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::compiled;
 use qola_build::{CompileReport, HipBuild};
 use qola_tests::{HipProject, hipcc_available};
 
@@ -111,15 +112,6 @@ impl Setup {
             ),
         }
     }
-}
-
-fn compiled(report: &CompileReport) -> Vec<String> {
-    report
-        .units
-        .iter()
-        .filter(|u| u.compiled)
-        .map(|u| u.source.file_name().unwrap().to_string_lossy().into_owned())
-        .collect()
 }
 
 with_both_compilers! {

@@ -14,7 +14,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{assert_nothing_written, mtimes, tick};
+use common::{assert_nothing_written, mtimes, stderr, tick};
 use qola_tests::{HttpCache, NARROW_FWD_FILTER, fixtures_dir, tool};
 
 /// What a test starts from: the real tree's commit and upstream, the sid toolchain, a
@@ -109,10 +109,6 @@ impl Machine {
         assert!(a.status.success(), "{}", stderr(&a));
         store
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The warnings of a run (that it waited for another test's use of the shared tree is

@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{assert_nothing_written, mtimes, tick};
+use common::{assert_nothing_written, mtimes, stderr, tick};
 use qola_tests::{NARROW_BWD_FILTER, NARROW_FWD_FILTER, NARROW_GEMM_FILTER, fixtures_dir};
 
 const QOLA: &str = env!("CARGO_BIN_EXE_qola");
@@ -66,10 +66,6 @@ fn qola_build(hipcc: &Path, manifest: &Path, out: &Path) -> Output {
 /// shared library may be; enough to check what it exports).
 const BACKWARD: &str =
     "\n[[modules]]\nname = \"libmha_bwd\"\ngroup = \"mha\"\nmode = \"cpp_itfs\"\nreceipt = 700\n";
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// The file names of the sources this build compiled, from its progress lines
 /// (`qola: compiled <secs>s <memory> <path, spaces and all> (<why>) (<done>/<total> done, ...)`).

@@ -354,6 +354,21 @@ pub fn exported(library: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A command's standard error.
+pub fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The file names of the units a build compiled (not taken from qola's cache).
+pub fn compiled(report: &qola_build::CompileReport) -> Vec<String> {
+    report
+        .units
+        .iter()
+        .filter(|u| u.compiled)
+        .map(|u| u.source.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// A command's standard output and standard error, as one text.
 pub fn text(out: &std::process::Output) -> String {
     format!(

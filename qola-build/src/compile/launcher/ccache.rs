@@ -18,7 +18,7 @@ use std::process::Command;
 use crate::build_script::{Env, EnvError};
 use crate::compile::Result;
 use crate::compile::launcher::hits::{LauncherHits, RemoteFailures};
-use crate::compile::launcher::{self as launcher, Answered, Kind};
+use crate::compile::launcher::{self as launcher, Answered, Kind, Logs};
 
 /// ccache, when the program is `ccache*`.
 pub(crate) fn detect(env: &Env, words: &[String], links: &Path) -> Result<Option<Box<dyn Kind>>> {
@@ -114,6 +114,12 @@ impl Kind for Ccache {
         answered.hits.is_some_and(|h| h.hits == 0)
     }
 
+    fn logs(&self) -> Option<&dyn Logs> {
+        Some(self)
+    }
+}
+
+impl Logs for Ccache {
     /// `CCACHE_LOGFILE`, when qola keeps ccache's log (see [`Ccache::logs_remote`]).
     fn remote_log_var(&self) -> Option<&'static str> {
         self.logs_remote().then_some("CCACHE_LOGFILE")

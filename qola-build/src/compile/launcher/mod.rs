@@ -72,7 +72,7 @@ pub(crate) trait Kind: std::fmt::Debug {
         None
     }
 
-    /// What it answered since `before`; `log`: the log its [`Kind::remote_log_var`] named.
+    /// What it answered since `before`; `log`: the log its [`Logs::remote_log_var`] named.
     fn answered(&self, _before: Counters, _log: Option<&Path>) -> Answered {
         Answered::default()
     }
@@ -80,20 +80,9 @@ pub(crate) trait Kind: std::fmt::Debug {
     /// Whether the peak memory measured around its compiles is the compiler's.
     fn peaks_count(&self, answered: &Answered) -> bool;
 
-    /// The variable that makes it keep a log saying why requests to its remote storage failed.
-    fn remote_log_var(&self) -> Option<&'static str> {
+    /// The logs it keeps of where it answered from, if it keeps any (ccache): see [`Logs`].
+    fn logs(&self) -> Option<&dyn Logs> {
         None
-    }
-
-    /// The variable that makes it log, per compile, where it answered from.
-    fn unit_log_var(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// Per source (as the compiles named it), where it answered from, read from `log` (see
-    /// [`Kind::unit_log_var`]).
-    fn unit_answers(&self, _log: &Path) -> BTreeMap<String, Answer> {
-        BTreeMap::new()
     }
 
     /// What it does when it sends compiles elsewhere, if it can (the farm): the one optional
@@ -142,6 +131,20 @@ pub(crate) trait Elsewhere {
     fn failure(&self, code: Option<i32>, stderr: &str) -> (Option<i32>, String);
 }
 
+/// The logs a launcher keeps of where it answered from (ccache's), reached through
+/// [`Kind::logs`]; the build asks them through [`Launcher`].
+pub(crate) trait Logs {
+    /// The variable that makes it keep a log saying why requests to its remote storage failed.
+    fn remote_log_var(&self) -> Option<&'static str>;
+
+    /// The variable that makes it log, per compile, where it answered from.
+    fn unit_log_var(&self) -> Option<&'static str>;
+
+    /// Per source (as the compiles named it), where it answered from, read from `log` (see
+    /// [`Logs::unit_log_var`]).
+    fn unit_answers(&self, log: &Path) -> BTreeMap<String, Answer>;
+}
+
 /// The launcher of a build: one [`Kind`], decided once.
 #[derive(Debug)]
 pub(crate) struct Launcher {
@@ -176,6 +179,24 @@ pub(crate) struct Compile<'a> {
 }
 
 impl Launcher {
+    /// The variable that makes the launcher log why requests to its remote storage failed.
+    pub(crate) fn remote_log_var(&self) -> Option<&'static str> {
+        self.kind.logs()?.remote_log_var()
+    }
+
+    /// The variable that makes the launcher log, per compile, where it answered from.
+    pub(crate) fn unit_log_var(&self) -> Option<&'static str> {
+        self.kind.logs()?.unit_log_var()
+    }
+
+    /// Per source, where the launcher answered from, read from `log`.
+    pub(crate) fn unit_answers(&self, log: &Path) -> BTreeMap<String, Answer> {
+        self.kind
+            .logs()
+            .map(|logs| logs.unit_answers(log))
+            .unwrap_or_default()
+    }
+
     /// Asks whether compiles can go elsewhere (see [`Elsewhere::ask`]); nothing to ask of a
     /// launcher that cannot.
     pub(crate) fn ask(&mut self, env: &Env, compile: &Compile) -> Result<()> {

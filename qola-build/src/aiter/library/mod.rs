@@ -95,10 +95,12 @@ impl AiterLibrary {
                     .position(|b| b.file.file_name() == source_file.file_name()) =>
                 {
                     let batch = self.module.batches.remove(at);
+                    // The compiler's first error, else the first thing it said.
                     let first = stderr
                         .lines()
                         .find(|l| l.contains("error"))
-                        .unwrap_or("")
+                        .or_else(|| stderr.lines().find(|l| !l.trim().is_empty()))
+                        .unwrap_or("it said nothing")
                         .trim();
                     env.directives().warning(&format!(
                         "{name}: the batch {} did not compile ({first}); its {} instances are compiled one unit each",

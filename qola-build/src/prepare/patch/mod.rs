@@ -10,6 +10,8 @@ mod binary;
 mod bundled;
 #[cfg(test)]
 mod fuzz;
+mod header_paths;
+mod hunk_lines;
 mod hunks;
 mod location;
 mod model;

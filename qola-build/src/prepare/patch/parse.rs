@@ -4,11 +4,13 @@
 //! signature is never taken for a removed line.
 
 use super::binary::decode_binary_block;
-use super::model::{Body, FilePatch, Hunk, HunkLine, LineKind, ParseError, Patch};
+use super::header_paths::{default_name, parse_header_path, unquote, verify_name};
+use super::hunk_lines::parse_hunks;
+use super::model::{Body, FilePatch, LineKind, ParseError, Patch};
 
-type Result<T> = std::result::Result<T, ParseError>;
+pub(super) type Result<T> = std::result::Result<T, ParseError>;
 
-fn err<T>(line: usize, message: impl Into<String>) -> Result<T> {
+pub(super) fn err<T>(line: usize, message: impl Into<String>) -> Result<T> {
     Err(ParseError {
         line,
         message: message.into(),
@@ -25,7 +27,7 @@ fn strip_eol(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
-fn text(line: &[u8]) -> String {
+pub(super) fn text(line: &[u8]) -> String {
     String::from_utf8_lossy(strip_eol(line)).into_owned()
 }
 
@@ -90,101 +92,6 @@ pub(crate) fn parse_patch(name: &str, data: &[u8]) -> Result<Patch> {
     })
 }
 
-/// Parses a `--- a/x` / `+++ b/x` path: `/dev/null` is `None`; the first component is stripped.
-fn parse_header_path(raw: &str, line: usize) -> Result<Option<String>> {
-    // Traditional diffs append a tab and a timestamp.
-    let raw = raw.split('\t').next().unwrap_or(raw);
-    let path = unquote(raw.trim_end(), line)?;
-    if path == "/dev/null" {
-        return Ok(None);
-    }
-    Ok(Some(strip_prefix_component(&path, line)?))
-}
-
-fn strip_prefix_component(path: &str, line: usize) -> Result<String> {
-    match path.split_once('/') {
-        Some((_, rest)) if !rest.is_empty() => Ok(rest.to_string()),
-        _ => err(
-            line,
-            format!("path `{path}` has no `a/` or `b/` prefix (qola reads patches with -p1)"),
-        ),
-    }
-}
-
-/// Undoes git's C-style quoting of a path (`"a/sp\303\244ce"`); unquoted paths pass through.
-fn unquote(raw: &str, line: usize) -> Result<String> {
-    let Some(inner) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else {
-        return Ok(raw.to_string());
-    };
-    let bytes = inner.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'\\' {
-            out.push(bytes[i]);
-            i += 1;
-            continue;
-        }
-        let Some(&c) = bytes.get(i + 1) else {
-            return err(line, format!("bad escape at the end of quoted path {raw}"));
-        };
-        i += 2;
-        out.push(match c {
-            b'n' => b'\n',
-            b't' => b'\t',
-            b'r' => b'\r',
-            b'a' => 7,
-            b'b' => 8,
-            b'f' => 12,
-            b'v' => 11,
-            b'"' | b'\\' => c,
-            b'0'..=b'7' => {
-                let digits = bytes.get(i - 1..i + 2).unwrap_or(&[]);
-                let value = std::str::from_utf8(digits)
-                    .ok()
-                    .and_then(|d| u8::from_str_radix(d, 8).ok());
-                let Some(value) = value else {
-                    return err(line, format!("bad octal escape in quoted path {raw}"));
-                };
-                i += 2;
-                value
-            }
-            _ => return err(line, format!("unknown escape `\\{}` in {raw}", c as char)),
-        });
-    }
-    Ok(crate::common::tree_path::key(&out))
-}
-
-/// Finds the two paths of `diff --git a/x b/y`. Used only when no `---`/`+++`/rename lines name
-/// them (empty new files, pure mode changes).
-fn parse_git_line_paths(rest: &str, line: usize) -> Result<(String, String)> {
-    if let Some(quoted) = rest.strip_prefix('"') {
-        let end = quoted.find('"').map(|e| e + 2).filter(|e| *e < rest.len());
-        let Some(end) = end else {
-            return err(line, "unterminated quoted path in `diff --git` line");
-        };
-        let a = unquote(&rest[..end], line)?;
-        let b = unquote(rest[end..].trim_start(), line)?;
-        return Ok((
-            strip_prefix_component(&a, line)?,
-            strip_prefix_component(&b, line)?,
-        ));
-    }
-    // Unquoted names may contain spaces: prefer the split where both sides name the same path.
-    let split = rest
-        .match_indices(' ')
-        .map(|(i, _)| i)
-        .find(|&i| rest[..i].get(2..) == rest[i + 1..].get(2..))
-        .or_else(|| rest.find(' '));
-    let Some(i) = split else {
-        return err(line, "cannot find two paths in `diff --git` line");
-    };
-    Ok((
-        strip_prefix_component(&rest[..i], line)?,
-        strip_prefix_component(rest[i + 1..].trim_end(), line)?,
-    ))
-}
-
 /// A mode git writes in patches: 100644, 100755, 120000 or 160000 (a submodule); any other is
 /// an error (`git apply` would read 100 as executable, 1006 as not).
 fn parse_mode(value: &str, line: usize) -> Result<u32> {
@@ -212,51 +119,6 @@ const HEADER_KEYWORDS: [&str; 9] = [
     "copy to ",
     "index ",
 ];
-
-/// The file name of a `diff --git a/x b/y` line when both sides name the same path (git's
-/// default name); `None` when they differ or cannot be split.
-fn default_name(rest: &str, line: usize) -> Result<Option<String>> {
-    match parse_git_line_paths(rest, line) {
-        Ok((a, b)) if a == b => Ok(Some(a)),
-        Ok(_) | Err(_) => Ok(None),
-    }
-}
-
-/// Sets a side's name from a `---`/`+++` line the way `git apply` checks it: a name given earlier
-/// (by `rename from`, `copy to`, ...) must agree, `/dev/null` only where no name was given.
-fn verify_name(
-    slot: &mut Option<String>,
-    named: &mut bool,
-    value: Option<String>,
-    side: &str,
-    line: usize,
-) -> Result<()> {
-    match (slot.as_ref(), value) {
-        (_, None) if *named && slot.is_some() => err(
-            line,
-            format!(
-                "expected /dev/null for the {side} file, the header names {}",
-                slot.as_deref().unwrap_or("")
-            ),
-        ),
-        (_, None) => Ok(()),
-        (Some(existing), Some(value)) if *named => {
-            if *existing == value {
-                Ok(())
-            } else {
-                err(
-                    line,
-                    format!("inconsistent {side} file name: {value}, the header names {existing}"),
-                )
-            }
-        }
-        (_, Some(value)) => {
-            *slot = Some(value);
-            *named = true;
-            Ok(())
-        }
-    }
-}
 
 /// The section's state while its header lines are read.
 #[derive(Default)]
@@ -586,139 +448,6 @@ fn check_sides(file: &FilePatch, line: usize) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Parses `@@ -a[,b] +c[,d] @@`: returns (old_start, old_len, new_start, new_len).
-fn parse_hunk_header(header: &str, line: usize) -> Result<(usize, usize, usize, usize)> {
-    let bad = || ParseError {
-        line,
-        message: format!("bad hunk header `{header}`"),
-    };
-    let body = header.strip_prefix("@@ -").ok_or_else(bad)?;
-    let end = body.find(" @@").ok_or_else(bad)?;
-    let (old, new) = body[..end].split_once(" +").ok_or_else(bad)?;
-    let range = |r: &str| -> Result<(usize, usize)> {
-        let (start, len) = r.split_once(',').unwrap_or((r, "1"));
-        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        if !digits(start) || !digits(len) {
-            return Err(bad());
-        }
-        Ok((
-            start.parse().map_err(|_| bad())?,
-            len.parse().map_err(|_| bad())?,
-        ))
-    };
-    let (a, b) = range(old)?;
-    let (c, d) = range(new)?;
-    Ok((a, b, c, d))
-}
-
-/// Parses consecutive hunks from `start`; returns them and the index after the last.
-fn parse_hunks(lines: &[&[u8]], start: usize) -> Result<(Vec<Hunk>, usize)> {
-    let mut hunks = Vec::new();
-    let mut i = start;
-    while i < lines.len() && lines[i].starts_with(b"@@ -") {
-        let header = text(lines[i]);
-        let (old_start, mut old_left, new_start, mut new_left) = parse_hunk_header(&header, i + 1)?;
-        let mut hunk = Hunk {
-            header,
-            old_start,
-            new_start,
-            lines: Vec::new(),
-        };
-        i += 1;
-        while old_left > 0 || new_left > 0 {
-            let Some(raw) = lines.get(i) else {
-                return err(
-                    i,
-                    format!("hunk `{}` ends early (file truncated)", hunk.header),
-                );
-            };
-            if !raw.ends_with(b"\n") {
-                return err(
-                    i + 1,
-                    format!("hunk `{}` is cut off in the middle of a line", hunk.header),
-                );
-            }
-            let (kind, body): (LineKind, &[u8]) = match raw.first() {
-                Some(b' ') => (LineKind::Context, &raw[1..]),
-                Some(b'-') => (LineKind::Remove, &raw[1..]),
-                Some(b'+') => (LineKind::Add, &raw[1..]),
-                // An editor may strip the single space of an empty context line.
-                Some(b'\n') => (LineKind::Context, &raw[..]),
-                Some(b'\\') if is_no_newline_marker(raw) => {
-                    strip_last_newline(&mut hunk);
-                    i += 1;
-                    continue;
-                }
-                _ => {
-                    return err(
-                        i + 1,
-                        format!(
-                            "hunk `{}` has fewer lines than its header counts",
-                            hunk.header
-                        ),
-                    );
-                }
-            };
-            let counts = match kind {
-                LineKind::Context => old_left.checked_sub(1).zip(new_left.checked_sub(1)),
-                LineKind::Remove => old_left.checked_sub(1).map(|o| (o, new_left)),
-                LineKind::Add => new_left.checked_sub(1).map(|n| (old_left, n)),
-            };
-            let Some(counts) = counts else {
-                return err(
-                    i + 1,
-                    format!(
-                        "hunk `{}` has more lines of one side than its header counts: the patch is corrupt",
-                        hunk.header
-                    ),
-                );
-            };
-            (old_left, new_left) = counts;
-            hunk.lines.push(HunkLine {
-                kind,
-                text: body.to_vec(),
-            });
-            i += 1;
-        }
-        // `\ No newline at end of file` after the last line of either side.
-        while lines.get(i).is_some_and(|l| l.starts_with(b"\\")) {
-            if !is_no_newline_marker(lines[i]) {
-                return err(
-                    i + 1,
-                    "a cut `\\ No newline at end of file` line: the patch is corrupt",
-                );
-            }
-            strip_last_newline(&mut hunk);
-            i += 1;
-        }
-        if hunk.lines.iter().all(|l| l.kind == LineKind::Context) {
-            return err(
-                i,
-                format!(
-                    "hunk `{}` changes nothing: the patch is corrupt",
-                    hunk.header
-                ),
-            );
-        }
-        hunks.push(hunk);
-    }
-    Ok((hunks, i))
-}
-
-/// `\ No newline at end of file`, in any language: `\ ` and at least 12 bytes, as git checks.
-fn is_no_newline_marker(line: &[u8]) -> bool {
-    line.starts_with(b"\\ ") && line.len() >= 12
-}
-
-/// Applies `\ No newline at end of file` to the hunk line just read.
-fn strip_last_newline(hunk: &mut Hunk) {
-    if let Some(last) = hunk.lines.last_mut()
-        && last.text.ends_with(b"\n")
-    {
-        last.text.pop();
-    }
 }
 
 #[cfg(test)]

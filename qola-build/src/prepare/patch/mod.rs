@@ -17,6 +17,7 @@ mod location;
 mod model;
 mod parse;
 mod series;
+mod three_way;
 
 pub(crate) use crate::prepare::git::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK};
 pub(crate) use binary::encode_literal;

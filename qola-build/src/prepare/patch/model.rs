@@ -59,6 +59,28 @@ pub(crate) struct FilePatch {
 }
 
 impl FilePatch {
+    /// A section whose only lines are `Subproject commit <id>` with the same id on both sides (one
+    /// of them marked `-dirty`).
+    pub(crate) fn is_dirty_submodule_marker(&self) -> bool {
+        let Body::Text(hunks) = &self.body else {
+            return false;
+        };
+        let mut ids = [Vec::new(), Vec::new()];
+        for line in hunks.iter().flat_map(|h| &h.lines) {
+            let text = String::from_utf8_lossy(&line.text);
+            let Some(id) = text.trim_end().strip_prefix("Subproject commit ") else {
+                return false;
+            };
+            let id = id.strip_suffix("-dirty").unwrap_or(id).to_string();
+            match line.kind {
+                LineKind::Remove => ids[0].push(id),
+                LineKind::Add => ids[1].push(id),
+                LineKind::Context => return false,
+            }
+        }
+        !ids[0].is_empty() && ids[0] == ids[1]
+    }
+
     /// The path used in messages: the new path, or the old one for a deletion.
     pub fn display_path(&self) -> &str {
         self.new_path

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::binary::apply_delta;
 use super::hunks::apply_hunks;
-use super::model::{BinaryData, Body, FilePatch, Hunk, LineKind, Patch, PatchFile, Series};
+use super::model::{BinaryData, Body, FilePatch, Patch, PatchFile, Series};
 use super::parse::parse_patch;
+use super::three_way::{ThreeWay, three_way};
 use crate::prepare::git::Pristine;
 use crate::prepare::git::{FileContent, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_SYMLINK, blob_id};
 use crate::prepare::report::{PrepareError, Result};
@@ -121,7 +122,7 @@ pub(crate) struct Applied {
 }
 
 /// Why one file section failed.
-struct FileFailure {
+pub(super) struct FileFailure {
     hunk: String,
     detail: String,
 }
@@ -149,7 +150,7 @@ pub(crate) fn apply_series(
         let sections: Vec<&FilePatch> = patch
             .files
             .iter()
-            .filter(|s| !is_dirty_submodule_marker(s))
+            .filter(|s| !s.is_dirty_submodule_marker())
             .collect();
         for section in sections {
             // `git apply` makes a submodule entry (an empty directory) for a new gitlink and
@@ -239,28 +240,6 @@ impl Overlay<'_> {
     }
 }
 
-/// A section whose only lines are `Subproject commit <id>` with the same id on both sides (one
-/// of them marked `-dirty`).
-fn is_dirty_submodule_marker(section: &FilePatch) -> bool {
-    let Body::Text(hunks) = &section.body else {
-        return false;
-    };
-    let mut ids = [Vec::new(), Vec::new()];
-    for line in hunks.iter().flat_map(|h| &h.lines) {
-        let text = String::from_utf8_lossy(&line.text);
-        let Some(id) = text.trim_end().strip_prefix("Subproject commit ") else {
-            return false;
-        };
-        let id = id.strip_suffix("-dirty").unwrap_or(id).to_string();
-        match line.kind {
-            LineKind::Remove => ids[0].push(id),
-            LineKind::Add => ids[1].push(id),
-            LineKind::Context => return false,
-        }
-    }
-    !ids[0].is_empty() && ids[0] == ids[1]
-}
-
 /// Refuses paths that would leave the tree or write through a link: absolute, `..`, `.`, empty
 /// components, `.git`, a symlink or submodule pointer on the way, or the submodule pointer itself.
 fn check_path(patch: &str, path: &str, tree: &Overlay) -> Result<()> {
@@ -305,7 +284,7 @@ fn check_path(patch: &str, path: &str, tree: &Overlay) -> Result<()> {
     Ok(())
 }
 
-fn failure(hunk: &str, detail: impl Into<String>) -> FileFailure {
+pub(super) fn failure(hunk: &str, detail: impl Into<String>) -> FileFailure {
     FileFailure {
         hunk: hunk.to_string(),
         detail: detail.into(),
@@ -437,83 +416,6 @@ fn apply_section(
         }
     }
     Ok(notes)
-}
-
-/// A three-way merge's outcome, when it could be tried.
-enum ThreeWay {
-    /// Merged cleanly from `base`, the blob the patch was made from.
-    Merged { data: Vec<u8>, base: String },
-    /// No merge could be tried: why, for the message.
-    NoBase(String),
-}
-
-/// What `git apply --3way` does with a text patch that does not apply: when the repository has
-/// the blob the patch was made from (its `index` line), apply the patch there and merge the
-/// result into the file as it is now (base: that blob). A clean merge is the file's new content;
-/// a conflict is a failure naming the lines (git leaves conflict markers; qola writes nothing).
-fn three_way(
-    section: &FilePatch,
-    ours: &[u8],
-    hunks: &[Hunk],
-    base: &dyn PristineTree,
-) -> std::result::Result<ThreeWay, FileFailure> {
-    let whole = "(whole file)";
-    let (Some(path), Some(id)) = (&section.old_path, &section.old_id) else {
-        return Ok(ThreeWay::NoBase(
-            "the patch names no blob it was made from (no `index` line) for a three-way merge"
-                .to_string(),
-        ));
-    };
-    let Some(ancestor) = base
-        .three_way_base(path, id)
-        .map_err(|e| failure(whole, e.to_string()))?
-    else {
-        return Ok(ThreeWay::NoBase(format!(
-            "the blob it was made from ({id}) is not in the repository (or the file is in a submodule) for a three-way merge, as `git apply --3way` would try"
-        )));
-    };
-    let Ok(theirs) = apply_hunks(&ancestor, hunks, false) else {
-        return Ok(ThreeWay::NoBase(format!(
-            "it does not apply to the blob it names ({id}) either, so no three-way merge"
-        )));
-    };
-    let input = |content| {
-        let mut input = git2::MergeFileInput::new();
-        input.content(content);
-        input
-    };
-    let merged = git2::merge_file(&input(&ancestor), &input(ours), &input(&theirs.data), None)
-        .map_err(|e| {
-            failure(
-                whole,
-                format!("the three-way merge failed: {}", e.message()),
-            )
-        })?;
-    if !merged.is_automergeable() {
-        let conflicts: Vec<String> = merged
-            .content()
-            .split(|b| *b == b'\n')
-            .enumerate()
-            .filter(|(_, line)| line.starts_with(b"<<<<<<<"))
-            .map(|(n, _)| (n + 1).to_string())
-            .collect();
-        return Err(failure(
-            whole,
-            format!(
-                "it does not apply as it is, and its three-way merge from the blob it was made from ({id}) conflicts (at {} {} of the merge): rebase the patch on this commit",
-                if conflicts.len() == 1 {
-                    "line"
-                } else {
-                    "lines"
-                },
-                conflicts.join(", ")
-            ),
-        ));
-    }
-    Ok(ThreeWay::Merged {
-        data: merged.content().to_vec(),
-        base: id.clone(),
-    })
 }
 
 /// Whether `patch` is already in the pristine tree: every section reverse-applies there.

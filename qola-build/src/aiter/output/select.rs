@@ -11,7 +11,7 @@ use crate::manifest::{Manifest, ManifestError, Module};
 use crate::prepare::Prepare;
 
 /// Every group of `groups` is the group of some `[[modules]]` entry of `manifest`.
-pub(super) fn groups_exist(manifest: &Manifest, groups: &[String]) -> Result<()> {
+fn groups_exist(manifest: &Manifest, groups: &[String]) -> Result<()> {
     for group in groups {
         if !manifest
             .modules

@@ -11,7 +11,7 @@ use crate::common::io::{io_error, write_if_changed};
 
 /// Copies AITER's tuning tables (`*.csv` and `model_configs/`) into `configs/`, each file only
 /// when its content differs. Returns their paths under the output directory (`under`/...).
-pub(super) fn copy_configs(from: &Path, to: &Path, under: &str) -> Result<Vec<String>> {
+fn copy_configs(from: &Path, to: &Path, under: &str) -> Result<Vec<String>> {
     let mut copied = Vec::new();
     let Ok(entries) = std::fs::read_dir(from) else {
         return Ok(copied);

@@ -44,7 +44,7 @@ use crate::prepare::report::{PrepareError, Result};
 
 mod undo;
 
-use undo::{state_hash, undo_all};
+use undo::undo_all;
 
 /// What a journal is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -501,6 +501,20 @@ pub(crate) fn pending(git_dir: &Path) -> Option<(Kind, usize)> {
         return None;
     }
     Some(read(&dir).map_or((Kind::Prepare, 0), |(kind, _, undos)| (kind, undos.len())))
+}
+
+/// What a file or symlink is, as a hash: its kind, exec bit and bytes.
+fn state_hash(symlink: bool, exec: bool, data: &[u8]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(if symlink {
+        b"l"
+    } else if exec {
+        b"x"
+    } else {
+        b"f"
+    });
+    hasher.update(data);
+    hasher.finalize().to_hex().to_string()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
-use super::{Left, RawPath, Undo, Undone};
+use super::{Left, RawPath, Undo, Undone, state_hash};
 use crate::common::io::io_error;
 use crate::prepare::report::Result;
 
@@ -80,20 +80,6 @@ impl Rescue<'_> {
         self.undone.backup = Some(self.dir.clone());
         Ok(())
     }
-}
-
-/// What a file or symlink is, as a hash: its kind, exec bit and bytes.
-pub(super) fn state_hash(symlink: bool, exec: bool, data: &[u8]) -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(if symlink {
-        b"l"
-    } else if exec {
-        b"x"
-    } else {
-        b"f"
-    });
-    hasher.update(data);
-    hasher.finalize().to_hex().to_string()
 }
 
 /// Removes what is at `path`; whether there was anything.

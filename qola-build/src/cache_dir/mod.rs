@@ -39,19 +39,14 @@ pub(crate) const TUNED_TABLES: &str = "tuned-tables";
 /// `$HOME/.cache/qola`; each variable read only when the layers above gave nothing.
 pub(crate) fn find(env: &Env, argument: Option<PathBuf>) -> Option<PathBuf> {
     let read = |name: &str, under: &[&str]| {
-        Ok::<_, std::convert::Infallible>(
-            env.var_os(name)
-                .map(|dir| under.iter().fold(PathBuf::from(dir), |p, s| p.join(s))),
-        )
+        env.var_os(name)
+            .map(|dir| under.iter().fold(PathBuf::from(dir), |p, s| p.join(s)))
     };
-    let found = Setting::argument(argument)
-        .environment(|| read("QOLA_CACHE_DIR", &[]))
-        .and_then(|s| s.environment(|| read("XDG_CACHE_HOME", &["qola"])))
-        .and_then(|s| s.environment(|| read("HOME", &[".cache", "qola"])));
-    match found {
-        Ok(setting) => setting.value(),
-        Err(never) => match never {},
-    }
+    Setting::argument(argument)
+        .environment_path(|| read("QOLA_CACHE_DIR", &[]))
+        .environment_path(|| read("XDG_CACHE_HOME", &["qola"]))
+        .environment_path(|| read("HOME", &[".cache", "qola"]))
+        .value()
 }
 
 /// [`find`], or the error saying how to set it.

@@ -31,6 +31,12 @@ impl<T> Setting<T> {
         })
     }
 
+    /// Then the environment, for a read that cannot fail (a path: `Env::var_os`); `read` runs
+    /// only when no layer above gave a value.
+    pub(crate) fn environment_path(self, read: impl FnOnce() -> Option<T>) -> Setting<T> {
+        Setting(self.0.or_else(read))
+    }
+
     /// Then the manifest (`read` runs only when nothing above gave a value).
     pub(crate) fn manifest(self, read: impl FnOnce() -> Option<T>) -> Setting<T> {
         Setting(self.0.or_else(read))
@@ -98,5 +104,18 @@ mod tests {
             Err("bad")
         );
         assert_eq!(Setting::argument(Some(1)).value(), Some(1));
+        // A path variable's layers, one after the other: the first that gives a value wins and
+        // the ones after it are not read.
+        let asked = std::cell::RefCell::new(Vec::new());
+        let read = |name: &'static str, value: Option<u8>| {
+            asked.borrow_mut().push(name);
+            value
+        };
+        let value = Setting::argument(None)
+            .environment_path(|| read("A", None))
+            .environment_path(|| read("B", Some(2)))
+            .environment_path(|| read("C", Some(3)))
+            .value();
+        assert_eq!((value, asked.into_inner()), (Some(2), vec!["A", "B"]));
     }
 }

@@ -152,7 +152,7 @@ impl Prepare {
     pub(crate) fn settings(&self, env: &Env) -> Result<Settings> {
         let directives = env.directives();
         let manifest_path = Setting::argument(self.manifest.clone())
-            .environment(|| Ok::<_, PrepareError>(env.var_os("QOLA_MANIFEST").map(PathBuf::from)))?
+            .environment_path(|| env.var_os("QOLA_MANIFEST").map(PathBuf::from))
             .value()
             .or_else(|| default_manifest(env, self.cargo_metadata));
         let manifest = match (&manifest_path, &self.manifest_read) {
@@ -179,9 +179,7 @@ impl Prepare {
         // a relative one is found as `locate` says (the manifest's layer can refuse: two
         // different series).
         let given = Setting::argument(self.patches_dir.clone())
-            .environment(|| {
-                Ok::<_, PrepareError>(env.var_os("QOLA_PATCHES_DIR").map(PathBuf::from))
-            })?
+            .environment_path(|| env.var_os("QOLA_PATCHES_DIR").map(PathBuf::from))
             .value();
         let series = match (given, &manifest.qola.patches_dir) {
             (Some(dir), _) => SeriesSource::Dir(absolute(dir)),
@@ -203,9 +201,7 @@ impl Prepare {
         let normalized = normalize_url(&clone_url);
         let cache = crate::cache_dir::find(env, self.cache_dir.clone());
         let root = match Setting::argument(self.root.clone())
-            .environment(|| {
-                Ok::<_, PrepareError>(env.var_os("QOLA_AITER_ROOT").map(PathBuf::from))
-            })?
+            .environment_path(|| env.var_os("QOLA_AITER_ROOT").map(PathBuf::from))
             .value()
         {
             Some(root) => root,

@@ -298,11 +298,7 @@ impl OutputBuild {
             None => HipToolchain::find(env)?,
         };
         let user_registry = Setting::argument(self.registry.clone())
-            .environment(|| {
-                env.var_os("QOLA_REGISTRY")
-                    .map(|p| Ok(Some(PathBuf::from(p))))
-                    .unwrap_or(Ok::<_, crate::build_script::EnvError>(None))
-            })?
+            .environment_path(|| env.var_os("QOLA_REGISTRY").map(PathBuf::from))
             .manifest(|| {
                 let dir = manifest.path.parent().unwrap_or(Path::new("."));
                 manifest.qola.registry.as_ref().map(|p| dir.join(p))

@@ -294,8 +294,7 @@ pub(crate) fn trust_and_signer(
         None => Trust::default(),
     };
     let key = Setting::argument(sign_key.map(Path::to_path_buf))
-        .environment(|| Ok::<_, EnvError>(env.var_os("QOLA_SIGN_KEY").map(PathBuf::from)))
-        .map_err(|e| ("QOLA_SIGN_KEY", e.to_string()))?
+        .environment_path(|| env.var_os("QOLA_SIGN_KEY").map(PathBuf::from))
         .value();
     let signer = match key {
         Some(path) if publishes => {

@@ -58,7 +58,7 @@ impl Resolved {
             });
         }
         let out_dir = Setting::argument(build.out_dir.clone())
-            .environment(|| Ok::<_, CompileError>(env.var_os("OUT_DIR").map(PathBuf::from)))?
+            .environment_path(|| env.var_os("OUT_DIR").map(PathBuf::from))
             .value()
             .ok_or(CompileError::NoOutDir)?;
         std::fs::create_dir_all(&out_dir).map_err(io_error("create", &out_dir))?;

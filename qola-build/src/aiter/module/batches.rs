@@ -20,8 +20,17 @@
 //! # Which go together: stable groups
 //!
 //! Within a group (same directory, prefix, guard and flags), members are taken in file-name
-//! order and cut into batches by [`chunks`]: a batch ends after a member whose name hashes to a
-//! cut point once it holds half the size, and at the size. Membership depends only on the
+//! order and cut into batches by [`chunks`]: a batch ends at the size, and once it holds half
+//! the size, after a member whose name hashes to a cut point or whose successor is of another
+//! family. An instance's family is its name up to its block tile (the first word `b<n>` or
+//! `b<n>x<n>...`, as composable_kernel's generators name an instance:
+//! `fmha_bwd_d256_fp16_group_b16x64x...`). Members of one family share most of what a device
+//! pass instantiates: a second d256 backward instance of a family adds 6 s to a batch where it
+//! costs 56 s alone, while instances of other head dims or kernels share little more than the
+//! headers (BENCHMARKS.md, "Batches by family"). So a family fills batches of its own, and a
+//! family, or what is left of one, below half the size joins a neighbour's batch rather than
+//! be compiled alone: the next one's (a batch ends at a family only if the next family holds
+//! half the size), or the previous one's when it has room. Membership depends only on the
 //! names: not on the machine, the job count or the cache; adding or removing one instance
 //! changes its own batch and at most the few after it until a cut falls on the same name again,
 //! so a narrower CK filter keeps most batches (and their cached objects). `QOLA_BATCH=1`
@@ -56,15 +65,27 @@ pub struct Batch {
 pub(crate) fn chunks(names: &[&str], size: usize) -> Vec<Range<usize>> {
     let size = size.max(1);
     let least = size.div_ceil(2);
+    let families: Vec<String> = names.iter().map(|name| family(name)).collect();
+    // How many names from each one on are of its family.
+    let mut run = vec![1; names.len()];
+    for i in (0..names.len().saturating_sub(1)).rev() {
+        if families[i] == families[i + 1] {
+            run[i] = run[i + 1] + 1;
+        }
+    }
     let mut out = Vec::new();
     let mut start = 0;
     for (i, name) in names.iter().enumerate() {
         let len = i + 1 - start;
         let hash = blake3::hash(name.as_bytes());
-        let cut_here = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"))
+        let hashes_to_a_cut = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"))
             % size as u64
             == 0;
-        if len >= size || (len >= least && cut_here) {
+        // A family ends here, and the next one can fill a batch of its own.
+        let family_ends = families
+            .get(i + 1)
+            .is_some_and(|next| *next != families[i] && run[i + 1] >= least);
+        if len >= size || (len >= least && (hashes_to_a_cut || family_ends)) {
             out.push(start..i + 1);
             start = i + 1;
         }
@@ -83,6 +104,22 @@ struct Group {
     prefix: String,
     if_line: String,
     flags: Vec<String>,
+}
+
+/// An instance's family: its file name's `_`-separated words up to and including the first
+/// block tile (`b<n>` or `b<n>x<n>...`), or `""` for a name without one (see the module docs).
+fn family(name: &str) -> String {
+    let is_tile = |word: &str| {
+        word.strip_prefix('b').is_some_and(|dims| {
+            dims.split('x')
+                .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
+    let words: Vec<&str> = name.split('_').collect();
+    match words.iter().position(|w| is_tile(w)) {
+        Some(at) => words[..=at].join("_"),
+        None => String::new(),
+    }
 }
 
 /// What a source brings to a batch: its group and its aliases.
@@ -138,13 +175,13 @@ fn candidate(path: &Path, flags: &[String], includes: &[PathBuf]) -> Option<Cand
     }
     Some(Candidate {
         path: path.to_path_buf(),
-        name,
         group: Group {
             dir,
             prefix: guard.prefix,
             if_line: if_line.to_string(),
             flags: flags.to_vec(),
         },
+        name,
         aliases,
     })
 }
@@ -325,6 +362,80 @@ mod tests {
             "one instance removed: at most {worst} of {} batches regrouped",
             before.len()
         );
+    }
+
+    #[test]
+    fn an_instances_family_is_its_name_up_to_its_block_tile() {
+        for (name, family_of) in [
+            (
+                "fmha_bwd_d256_fp16_group_b16x64x256x16x256x16x32x256x256_r1x4x1_r4x1x1_r1x4x1_w16x16x32_w16x16x16_o1_maxq0_pd1_alibi_ndbias_mask_dropout_wg16_deterministic_ntrload_gfx9.cpp",
+                "fmha_bwd_d256_fp16_group_b16x64x256x16x256x16x32x256x256",
+            ),
+            (
+                "fmha_bwd_convert_dq_d64_fp16_b64x128_group_o2_psd_deterministic_gfx9.cpp",
+                "fmha_bwd_convert_dq_d64_fp16_b64x128",
+            ),
+            (
+                "fmha_bwd_dot_do_o_d256_fp16_b64_group_o2_ps_gfx9.cpp",
+                "fmha_bwd_dot_do_o_d256_fp16_b64",
+            ),
+            (
+                "fmha_fwd_d64_fp16_group_b128x64x32x64x32x64_r4x1x1_r4x1x1_w32x32x16_w32x32x16_qr_async_vr_psskddv_nlogits_alibi_nmask_lse_dropout_nskip_nsquant_ntrload_gfx9.cpp",
+                "fmha_fwd_d64_fp16_group_b128x64x32x64x32x64",
+            ),
+            // `bias` and `b` alone are words, not tiles; names without a tile are one family.
+            ("inst_bias_b_1_gfx9.cpp", ""),
+        ] {
+            assert_eq!(family(name), family_of, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_family_ends_a_batch_that_holds_half_the_size_and_a_smaller_rest_joins_the_next() {
+        let names: Vec<String> = [("b8", 1), ("b16", 3), ("b32", 4)]
+            .iter()
+            .flat_map(|(tile, n)| (0..*n).map(move |i| format!("k_{tile}_v{i}_gfx9.cpp")))
+            .collect();
+        // Size 8: no hash cut before 4 members. The lone b8 joins b16's three; b32's four are
+        // a batch of their own, not the rest of a batch of eight.
+        assert_eq!(
+            batches_of(&names, 8),
+            [names[..4].to_vec(), names[4..].to_vec()]
+        );
+    }
+
+    #[test]
+    fn a_family_smaller_than_half_the_size_joins_the_batch_before_it() {
+        let names: Vec<String> = [("b16", 2), ("b8", 1)]
+            .iter()
+            .flat_map(|(tile, n)| (0..*n).map(move |i| format!("k_{tile}_v{i}_gfx9.cpp")))
+            .collect();
+        // Size 4: b16's two and the lone b8 (too few for a batch of its own) in one batch.
+        assert_eq!(batches_of(&names, 4), [names.clone()]);
+    }
+
+    #[test]
+    fn families_of_half_the_size_or_more_fill_batches_of_their_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let gen_dir = tmp.path().join("0");
+        std::fs::create_dir_all(&gen_dir).unwrap();
+        let mut sources = Vec::new();
+        for tile in ["b64x64", "b128x64"] {
+            for variant in ["npad", "pd1", "pd8"] {
+                let path = gen_dir.join(format!("fmha_fwd_d64_{tile}_{variant}_gfx9.cpp"));
+                let text = format!(
+                    "#include \"fmha_fwd.hpp\"\n#if !defined(__HIP_DEVICE_COMPILE__) || (defined(__gfx9__))\nusing trait_0 = T<{variant}>;\n#endif\n"
+                );
+                std::fs::write(&path, text).unwrap();
+                sources.push(path);
+            }
+        }
+        let dir = tmp.path().join(DIR);
+        let batched =
+            batch_sources(&sources, &[], std::slice::from_ref(&gen_dir), 4, &dir).unwrap();
+        // In one family the six would make batches of four and two; by family, three and three.
+        let members: Vec<&[PathBuf]> = batched.batches.iter().map(|b| &b.members[..]).collect();
+        assert_eq!(members, [&sources[3..], &sources[..3]], "{members:?}");
     }
 
     #[test]

@@ -411,7 +411,7 @@ mod tests {
             .flat_map(|(tile, n)| (0..*n).map(move |i| format!("k_{tile}_v{i}_gfx9.cpp")))
             .collect();
         // Size 4: b16's two and the lone b8 (too few for a batch of its own) in one batch.
-        assert_eq!(batches_of(&names, 4), [names.clone()]);
+        assert_eq!(batches_of(&names, 4), std::slice::from_ref(&names));
     }
 
     #[test]

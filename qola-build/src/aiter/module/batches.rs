@@ -316,6 +316,14 @@ mod tests {
             .collect()
     }
 
+    /// Instance names of families in this order: `(tile, how many)` each.
+    fn families_of(families: &[(&str, usize)]) -> Vec<String> {
+        families
+            .iter()
+            .flat_map(|(tile, n)| (0..*n).map(move |i| format!("k_{tile}_v{i}_gfx9.cpp")))
+            .collect()
+    }
+
     fn batches_of(names: &[String], size: usize) -> Vec<Vec<String>> {
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         chunks(&refs, size)
@@ -392,10 +400,7 @@ mod tests {
 
     #[test]
     fn a_family_ends_a_batch_that_holds_half_the_size_and_a_smaller_rest_joins_the_next() {
-        let names: Vec<String> = [("b8", 1), ("b16", 3), ("b32", 4)]
-            .iter()
-            .flat_map(|(tile, n)| (0..*n).map(move |i| format!("k_{tile}_v{i}_gfx9.cpp")))
-            .collect();
+        let names = families_of(&[("b8", 1), ("b16", 3), ("b32", 4)]);
         // Size 8: no hash cut before 4 members. The lone b8 joins b16's three; b32's four are
         // a batch of their own, not the rest of a batch of eight.
         assert_eq!(
@@ -406,10 +411,7 @@ mod tests {
 
     #[test]
     fn a_family_smaller_than_half_the_size_joins_the_batch_before_it() {
-        let names: Vec<String> = [("b16", 2), ("b8", 1)]
-            .iter()
-            .flat_map(|(tile, n)| (0..*n).map(move |i| format!("k_{tile}_v{i}_gfx9.cpp")))
-            .collect();
+        let names = families_of(&[("b16", 2), ("b8", 1)]);
         // Size 4: b16's two and the lone b8 (too few for a batch of its own) in one batch.
         assert_eq!(batches_of(&names, 4), std::slice::from_ref(&names));
     }

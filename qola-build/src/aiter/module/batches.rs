@@ -25,9 +25,9 @@
 //! family. An instance's family is its name up to its block tile (the first word `b<n>` or
 //! `b<n>x<n>...`, as composable_kernel's generators name an instance:
 //! `fmha_bwd_d256_fp16_group_b16x64x...`). Members of one family share most of what a device
-//! pass instantiates: a second d256 backward instance of a family adds 6 s to a batch where it
-//! costs 56 s alone, while instances of other head dims or kernels share little more than the
-//! headers (BENCHMARKS.md, "Batches by family"). So a family fills batches of its own, and a
+//! pass instantiates: a second d256 backward instance of a family adds 0.1–0.25 of what it
+//! costs alone (6 s to 56 s, 19 s to 77 s), while instances of other head dims or kernels
+//! share little more than the headers (BENCHMARKS.md, "Batches by family"). So a family fills batches of its own, and a
 //! family, or what is left of one, below half the size joins a neighbour's batch rather than
 //! be compiled alone: the next one's (a batch ends at a family only if the next family holds
 //! half the size), or the previous one's when it has room. Membership depends only on the

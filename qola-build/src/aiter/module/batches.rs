@@ -27,10 +27,10 @@
 //! `fmha_bwd_d256_fp16_group_b16x64x...`). Members of one family share most of what a device
 //! pass instantiates: a second d256 backward instance of a family adds 0.1–0.25 of what it
 //! costs alone (6 s to 56 s, 19 s to 77 s), while instances of other head dims or kernels
-//! share little more than the headers (BENCHMARKS.md, "Batches by family"). So a family fills batches of its own, and a
-//! family, or what is left of one, below half the size joins a neighbour's batch rather than
-//! be compiled alone: the next one's (a batch ends at a family only if the next family holds
-//! half the size), or the previous one's when it has room. Membership depends only on the
+//! share little more than the headers (BENCHMARKS.md, "Batches by family"). So a family fills
+//! batches of its own, and a family, or what is left of one, below half the size joins a
+//! neighbour's batch rather than be compiled alone: the next one's (a batch ends at a family
+//! only if the next family holds half the size), or the previous one's when it has room. Membership depends only on the
 //! names: not on the machine, the job count or the cache; adding or removing one instance
 //! changes its own batch and at most the few after it until a cut falls on the same name again,
 //! so a narrower CK filter keeps most batches (and their cached objects). `QOLA_BATCH=1`
@@ -66,13 +66,6 @@ pub(crate) fn chunks(names: &[&str], size: usize) -> Vec<Range<usize>> {
     let size = size.max(1);
     let least = size.div_ceil(2);
     let families: Vec<String> = names.iter().map(|name| family(name)).collect();
-    // How many names from each one on are of its family.
-    let mut run = vec![1; names.len()];
-    for i in (0..names.len().saturating_sub(1)).rev() {
-        if families[i] == families[i + 1] {
-            run[i] = run[i + 1] + 1;
-        }
-    }
     let mut out = Vec::new();
     let mut start = 0;
     for (i, name) in names.iter().enumerate() {
@@ -82,9 +75,15 @@ pub(crate) fn chunks(names: &[&str], size: usize) -> Vec<Range<usize>> {
             % size as u64
             == 0;
         // A family ends here, and the next one can fill a batch of its own.
-        let family_ends = families
-            .get(i + 1)
-            .is_some_and(|next| *next != families[i] && run[i + 1] >= least);
+        let family_ends = families.get(i + 1).is_some_and(|next| {
+            *next != families[i]
+                && families[i + 1..]
+                    .iter()
+                    .take_while(|f| *f == next)
+                    .take(least)
+                    .count()
+                    == least
+        });
         if len >= size || (len >= least && (hashes_to_a_cut || family_ends)) {
             out.push(start..i + 1);
             start = i + 1;

@@ -20,21 +20,29 @@
 //! # Which go together: stable groups
 //!
 //! Within a group (same directory, prefix, guard and flags), members are taken in file-name
-//! order and cut into batches by [`chunks`]: a batch ends at the size, and once it holds half
-//! the size, after a member whose name hashes to a cut point or whose successor is of another
-//! family. An instance's family is its name up to its block tile (the first word `b<n>` or
-//! `b<n>x<n>...`, as composable_kernel's generators name an instance:
-//! `fmha_bwd_d256_fp16_group_b16x64x...`). Members of one family share most of what a device
-//! pass instantiates: a second d256 backward instance of a family adds 0.1–0.25 of what it
-//! costs alone (6 s to 56 s, 19 s to 77 s), while instances of other head dims or kernels
-//! share little more than the headers (BENCHMARKS.md, "Batches by family"). So a family fills
-//! batches of its own, and a family, or what is left of one, below half the size joins a
-//! neighbour's batch rather than be compiled alone: the next one's (a batch ends at a family
-//! only if the next family holds half the size), or the previous one's when it has room. Membership depends only on the
-//! names: not on the machine, the job count or the cache; adding or removing one instance
-//! changes its own batch and at most the few after it until a cut falls on the same name again,
-//! so a narrower CK filter keeps most batches (and their cached objects). `QOLA_BATCH=1`
-//! compiles one unit per instance.
+//! order and cut into batches by [`chunks`]. An instance's family is its name up to its block
+//! tile (the first word `b<n>` or `b<n>x<n>...`, as composable_kernel's generators name an
+//! instance: `fmha_bwd_d256_fp16_group_b16x64x...`). Members of one family share most of what
+//! a device pass instantiates: a second d256 backward instance of a family adds 0.1–0.25 of
+//! what it costs alone (6 s to 56 s, 19 s to 77 s), while instances of other head dims or
+//! kernels share little more than the headers (BENCHMARKS.md, "Batches by family"). So:
+//!
+//! | a batch ends | because |
+//! |---|---|
+//! | when it holds the size | the size bounds a job's memory |
+//! | after a family's last member, when the next family holds half the size or more, and this family does too or the batch holds half the size | a family fills batches of its own; its rest below half the size is a batch of its own, so its neighbours do not shift with it |
+//! | in a family of more than four times the size, once the batch holds half the size, after a member whose name hashes to a cut point | one instance coming or going in a long family regroups a few batches until a cut falls on the same name again, not the rest of the family |
+//!
+//! A family of at most four times the size fills its batches in order (12 instances at size
+//! 4: three batches of four, not the pairs hash cuts leave); one instance coming or going
+//! regroups the rest of that family (at most four batches). A family below half the size joins
+//! a neighbour's batch rather than be compiled alone: the next one's, or the previous one's
+//! when that has room (TE's lone convert dQ and dot(dO, O)). Membership depends only on the
+//! names: not on the machine, the job count or the cache. Adding or removing one instance
+//! regroups batches of its own family and a few after it, and at most the one batch before its
+//! family (when the family's size crosses half the size): at most 8 of 48 in the unit test. So
+//! a narrower CK filter keeps most batches (and their cached objects). `QOLA_BATCH=1` compiles
+//! one unit per instance.
 //!
 //! A batch that fails to compile is compiled again as its members, one unit each, so the error
 //! names the instance at fault (see `library`).
@@ -61,30 +69,36 @@ pub struct Batch {
     pub members: Vec<PathBuf>,
 }
 
+/// A family of at most this many times the size fills its batches in order; a larger one is
+/// also cut where a name hashes to a cut point (see the module docs).
+const FILLED_FAMILY: usize = 4;
+
 /// The ranges of `names` (in order) that form batches of at most `size` (see the module docs).
 pub(crate) fn chunks(names: &[&str], size: usize) -> Vec<Range<usize>> {
     let size = size.max(1);
     let least = size.div_ceil(2);
     let families: Vec<String> = names.iter().map(|name| family(name)).collect();
+    // How many members each name's family has: sorted names keep a family together.
+    let mut family_len = Vec::with_capacity(names.len());
+    for run in families.chunk_by(|a, b| a == b) {
+        family_len.extend(std::iter::repeat_n(run.len(), run.len()));
+    }
     let mut out = Vec::new();
     let mut start = 0;
     for (i, name) in names.iter().enumerate() {
         let len = i + 1 - start;
-        let hash = blake3::hash(name.as_bytes());
-        let hashes_to_a_cut = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"))
-            % size as u64
-            == 0;
-        // A family ends here, and the next one can fill a batch of its own.
+        let hashes_to_a_cut = family_len[i] > FILLED_FAMILY * size && {
+            let hash = blake3::hash(name.as_bytes());
+            u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes")) % size as u64 == 0
+        };
+        // A family ends here, and the next one can fill a batch of its own: so can this one
+        // (its rest is a batch of its own), or the batch holds half the size.
         let family_ends = families.get(i + 1).is_some_and(|next| {
             *next != families[i]
-                && families[i + 1..]
-                    .iter()
-                    .take_while(|f| *f == next)
-                    .take(least)
-                    .count()
-                    == least
+                && family_len[i + 1] >= least
+                && (len >= least || family_len[i] >= least)
         });
-        if len >= size || (len >= least && (hashes_to_a_cut || family_ends)) {
+        if len >= size || (len >= least && hashes_to_a_cut) || family_ends {
             out.push(start..i + 1);
             start = i + 1;
         }
@@ -413,6 +427,62 @@ mod tests {
         let names = families_of(&[("b16", 2), ("b8", 1)]);
         // Size 4: b16's two and the lone b8 (too few for a batch of its own) in one batch.
         assert_eq!(batches_of(&names, 4), std::slice::from_ref(&names));
+    }
+
+    #[test]
+    fn a_family_of_at_most_four_times_the_size_fills_its_batches_in_order() {
+        let names = families_of(&[("b16", 12), ("b32", 6), ("b64", 40)]);
+        let sizes: Vec<usize> = batches_of(&names, 4).iter().map(Vec::len).collect();
+        // b16: three batches of four; b32: four and two. b64 (more than 16) is also cut where
+        // a name hashes to a cut point, once a batch holds two: more than ten batches.
+        assert_eq!(sizes[..5], [4, 4, 4, 4, 2], "{sizes:?}");
+        assert!(sizes.len() > 5 + 10, "{sizes:?}");
+    }
+
+    #[test]
+    fn one_instance_more_or_less_regroups_its_family_and_few_after_it() {
+        // Families of many sizes, in a fixed order: 1 to 20 members.
+        let sizes = [
+            5, 12, 1, 7, 16, 3, 9, 2, 13, 6, 20, 1, 1, 4, 11, 8, 17, 2, 5, 14,
+        ];
+        let tiles: Vec<String> = (0..sizes.len()).map(|f| format!("b{f}")).collect();
+        let all = families_of(
+            &tiles
+                .iter()
+                .zip(sizes)
+                .map(|(t, n)| (t.as_str(), n))
+                .collect::<Vec<_>>(),
+        );
+        let before = batches_of(&all, 4);
+        let mut worst = 0;
+        for removed in 0..all.len() {
+            let mut fewer = all.clone();
+            fewer.remove(removed);
+            let after = batches_of(&fewer, 4);
+            let changed = before.len() - before.iter().filter(|b| after.contains(b)).count();
+            // Every batch that ends before the batch ahead of the removed one's family stays.
+            let family = family(&all[removed]);
+            let first = before
+                .iter()
+                .position(|b| b.iter().any(|n| super::family(n) == family))
+                .unwrap();
+            assert!(
+                before[..first.saturating_sub(1)]
+                    .iter()
+                    .all(|b| after.contains(b)),
+                "{removed}"
+            );
+            worst = worst.max(changed);
+        }
+        assert!(
+            worst <= 8,
+            "up to {worst} of {} batches regrouped",
+            before.len()
+        );
+        eprintln!(
+            "one instance removed: at most {worst} of {} batches regrouped",
+            before.len()
+        );
     }
 
     #[test]

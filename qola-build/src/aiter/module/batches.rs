@@ -356,23 +356,22 @@ mod tests {
         assert_eq!(batches_of(&all, 1).len(), 300);
     }
 
-    #[test]
-    fn one_instance_more_or_less_regroups_its_batch_and_few_after_it() {
-        let all = names(300);
-        let before = batches_of(&all, 4);
+    /// Removes each of `all` in turn (size 4) and asserts that every batch before the one
+    /// `kept(removed, batches)` names stays and that at most 8 regroup.
+    fn at_most_a_few_regroup(all: &[String], kept: impl Fn(usize, &[Vec<String>]) -> usize) {
+        let before = batches_of(all, 4);
         let mut worst = 0;
         for removed in 0..all.len() {
-            let mut fewer = all.clone();
+            let mut fewer = all.to_vec();
             fewer.remove(removed);
             let after = batches_of(&fewer, 4);
-            let changed = before.len() - before.iter().filter(|b| after.contains(b)).count();
-            // The batches before the removed one's stay; so do all but a few after it.
-            let at = before
-                .iter()
-                .position(|b| b.contains(&all[removed]))
-                .unwrap();
-            assert!(before[..at].iter().all(|b| after.contains(b)));
-            worst = worst.max(changed);
+            let at = kept(removed, &before);
+            assert!(
+                before[..at].iter().all(|b| after.contains(b)),
+                "{} removed",
+                all[removed]
+            );
+            worst = worst.max(before.len() - before.iter().filter(|b| after.contains(b)).count());
         }
         assert!(
             worst <= 8,
@@ -383,6 +382,18 @@ mod tests {
             "one instance removed: at most {worst} of {} batches regrouped",
             before.len()
         );
+    }
+
+    #[test]
+    fn one_instance_more_or_less_regroups_its_batch_and_few_after_it() {
+        let all = names(300);
+        // The batches before the removed one's stay.
+        at_most_a_few_regroup(&all, |removed, before| {
+            before
+                .iter()
+                .position(|b| b.contains(&all[removed]))
+                .unwrap()
+        });
     }
 
     #[test]
@@ -453,36 +464,15 @@ mod tests {
                 .map(|(t, n)| (t.as_str(), n))
                 .collect::<Vec<_>>(),
         );
-        let before = batches_of(&all, 4);
-        let mut worst = 0;
-        for removed in 0..all.len() {
-            let mut fewer = all.clone();
-            fewer.remove(removed);
-            let after = batches_of(&fewer, 4);
-            let changed = before.len() - before.iter().filter(|b| after.contains(b)).count();
-            // Every batch that ends before the batch ahead of the removed one's family stays.
+        // Every batch that ends before the batch ahead of the removed one's family stays.
+        at_most_a_few_regroup(&all, |removed, before| {
             let family = family(&all[removed]);
             let first = before
                 .iter()
                 .position(|b| b.iter().any(|n| super::family(n) == family))
                 .unwrap();
-            assert!(
-                before[..first.saturating_sub(1)]
-                    .iter()
-                    .all(|b| after.contains(b)),
-                "{removed}"
-            );
-            worst = worst.max(changed);
-        }
-        assert!(
-            worst <= 8,
-            "up to {worst} of {} batches regrouped",
-            before.len()
-        );
-        eprintln!(
-            "one instance removed: at most {worst} of {} batches regrouped",
-            before.len()
-        );
+            first.saturating_sub(1)
+        });
     }
 
     #[test]

@@ -35,7 +35,8 @@
 //!
 //! A family of at most four times the size fills its batches in order (12 instances at size
 //! 4: three batches of four, not the pairs hash cuts leave); one instance coming or going
-//! regroups the rest of that family (at most four batches). A family below half the size joins
+//! regroups the rest of that family (at most four batches; all of them when the family's size
+//! crosses four times the size, as hash cuts begin or end). A family below half the size joins
 //! a neighbour's batch rather than be compiled alone: the next one's, or the previous one's
 //! when that has room (TE's lone convert dQ and dot(dO, O)). Membership depends only on the
 //! names: not on the machine, the job count or the cache. Adding or removing one instance

@@ -467,10 +467,10 @@ mod tests {
         );
         // Every batch that ends before the batch ahead of the removed one's family stays.
         at_most_a_few_regroup(&all, |removed, before| {
-            let family = family(&all[removed]);
+            let its = family(&all[removed]);
             let first = before
                 .iter()
-                .position(|b| b.iter().any(|n| super::family(n) == family))
+                .position(|b| b.iter().any(|n| family(n) == its))
                 .unwrap();
             first.saturating_sub(1)
         });

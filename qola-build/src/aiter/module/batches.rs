@@ -30,7 +30,7 @@
 //! | a batch ends | because |
 //! |---|---|
 //! | when it holds the size | the size bounds a job's memory |
-//! | after a family's last member, when the next family holds half the size or more, and this family does too or the batch holds half the size | a family fills batches of its own; its rest below half the size is a batch of its own, so its neighbours do not shift with it |
+//! | after a family's last member, when the next family holds half the size or more and does not fit whole beside the batch's members, and this family holds half the size too or the batch does | a family fills batches of its own; its rest below half the size is a batch of its own, so its neighbours do not shift with it; small families that fit together share one batch rather than each pay the headers |
 //! | in a family of more than four times the size, once the batch holds half the size, after a member whose name hashes to a cut point | one instance coming or going in a long family regroups a few batches until a cut falls on the same name again, not the rest of the family |
 //!
 //! A family of at most four times the size fills its batches in order (12 instances at size
@@ -38,10 +38,14 @@
 //! regroups the rest of that family (at most four batches; all of them when the family's size
 //! crosses four times the size, as hash cuts begin or end). A family below half the size joins
 //! a neighbour's batch rather than be compiled alone: the next one's, or the previous one's
-//! when that has room (TE's lone convert dQ and dot(dO, O)). Membership depends only on the
+//! when that has room (TE's lone convert dQ and dot(dO, O)). Families that fit whole in one
+//! batch together share it (a slice's two convert dQ of d64 and two of d256: one batch of
+//! four, not two of two, each paying its headers). Membership depends only on the
 //! names: not on the machine, the job count or the cache. Adding or removing one instance
-//! regroups batches of its own family and a few after it, and at most the one batch before its
-//! family (when the family's size crosses half the size): at most 8 of 48 in the unit test. So
+//! regroups batches of its own family and a few after it (a run of small families that share
+//! batches regroups after it), and at most the one batch before its family (when the family's
+//! size crosses half the size, or when it comes to fit beside that batch): at most 8 of 46 in
+//! the unit test. So
 //! a narrower CK filter keeps most batches (and their cached objects). `QOLA_BATCH=1` compiles
 //! one unit per instance.
 //!
@@ -93,11 +97,13 @@ pub(crate) fn chunks(names: &[&str], size: usize) -> Vec<Range<usize>> {
             u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes")) % size as u64 == 0
         };
         // A family ends here, and the next one can fill a batch of its own: so can this one
-        // (its rest is a batch of its own), or the batch holds half the size.
+        // (its rest is a batch of its own), or the batch holds half the size; but a next
+        // family that fits whole beside what the batch holds joins it.
         let family_ends = families.get(i + 1).is_some_and(|next| {
             *next != families[i]
                 && family_len[i + 1] >= least
                 && (len >= least || family_len[i] >= least)
+                && len + family_len[i + 1] > size
         });
         if len >= size || (len >= least && hashes_to_a_cut) || family_ends {
             out.push(start..i + 1);
@@ -425,12 +431,27 @@ mod tests {
 
     #[test]
     fn a_family_ends_a_batch_that_holds_half_the_size_and_a_smaller_rest_joins_the_next() {
-        let names = families_of(&[("b8", 1), ("b16", 3), ("b32", 4)]);
-        // Size 8: no hash cut before 4 members. The lone b8 joins b16's three; b32's four are
-        // a batch of their own, not the rest of a batch of eight.
+        let names = families_of(&[("b8", 1), ("b16", 3), ("b32", 5)]);
+        // Size 8: no hash cut before 4 members. The lone b8 joins b16's three; b32's five do
+        // not fit beside them and are a batch of their own, not the rest of a batch of eight.
         assert_eq!(
             batches_of(&names, 8),
             [names[..4].to_vec(), names[4..].to_vec()]
+        );
+    }
+
+    #[test]
+    fn whole_families_that_fit_together_share_a_batch() {
+        let names = families_of(&[("b16", 2), ("b32", 2), ("b64", 3), ("b8", 2)]);
+        // Size 4: b16's and b32's two fill one batch; b64's three and b8's two do not fit in
+        // one, so each is a batch of its own.
+        assert_eq!(
+            batches_of(&names, 4),
+            [
+                names[..4].to_vec(),
+                names[4..7].to_vec(),
+                names[7..].to_vec()
+            ]
         );
     }
 

@@ -10,7 +10,8 @@
 //!   against the mean CPU seconds of one instance.
 //!
 //! `--wide` measures a wider receipt-700 slice instead (d64 and d256, fp16, group mode: 18
-//! forward and 22 backward instances) at N = 1 and N = 4.
+//! forward and 22 backward instances) at N = 1 and N = 4. `MODULE=SIZES` (`libmha_fwd=1,3,4`)
+//! gives a module's sizes instead; `MODULE=` leaves it out. Sizes are ratios to the first.
 //!
 //! Ratios are against N = 1 (one unit per instance) in the same round. The instances' sources
 //! are generated once (the fixtures' prepared tree, `aiter-narrow`), the compiles each run in a
@@ -19,7 +20,7 @@
 //! ```text
 //! tools/sid-hipcc-setup
 //! cargo test -p qola-build --test real_aiter   # prepares target/qola-fixtures/aiter-narrow
-//! cargo run --release -p qola-examples --example bench_batches -- [rounds] [--wide]
+//! cargo run --release -p qola-examples --example bench_batches -- [rounds] [--wide] [MODULE=1,3,4 ...]
 //! ```
 
 #[allow(dead_code)] // this benchmark uses one part of it
@@ -175,7 +176,7 @@ fn main() {
     let wide = args.iter().any(|a| a == "--wide");
     let work: PathBuf = fixtures_dir().join("bench-batches");
     std::fs::create_dir_all(&work).unwrap();
-    let (modules, sizes): ([(&str, &str); 2], &[usize]) = if wide {
+    let (modules, default_sizes): ([(&str, &str); 2], &[usize]) = if wide {
         (
             [
                 ("libmha_fwd", WIDE_FWD_FILTER),
@@ -189,13 +190,39 @@ fn main() {
             &SIZES,
         )
     };
-    let mut results: Vec<Vec<Vec<Measured>>> = vec![vec![Vec::new(); sizes.len()]; modules.len()];
+    // `MODULE=1,3,4` replaces a module's sizes (`MODULE=`: the module is not built).
+    let sizes: Vec<Vec<usize>> = modules
+        .iter()
+        .map(|(module, _)| {
+            let given = args
+                .iter()
+                .find_map(|a| a.strip_prefix(&format!("{module}=")));
+            match given {
+                Some(list) => list
+                    .split(',')
+                    .filter(|n| !n.is_empty())
+                    .map(|n| n.parse().unwrap())
+                    .collect(),
+                None => default_sizes.to_vec(),
+            }
+        })
+        .collect();
+    let turns = sizes.iter().map(Vec::len).max().unwrap_or(0);
+    let mut results: Vec<Vec<Vec<Measured>>> =
+        sizes.iter().map(|s| vec![Vec::new(); s.len()]).collect();
     for round in 0..rounds {
-        for turn in 0..sizes.len() {
-            let at = (turn + round) % sizes.len();
+        for turn in 0..turns {
             for (m, (module, filter)) in modules.iter().enumerate() {
-                let measured = measure(module, filter, sizes[at], &work);
-                eprintln!("round {} {module} N={}: {measured:?}", round + 1, sizes[at]);
+                if turn >= sizes[m].len() {
+                    continue;
+                }
+                let at = (turn + round) % sizes[m].len();
+                let measured = measure(module, filter, sizes[m][at], &work);
+                eprintln!(
+                    "round {} {module} N={}: {measured:?}",
+                    round + 1,
+                    sizes[m][at]
+                );
                 results[m][at].push(measured);
             }
         }
@@ -205,10 +232,13 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (m, (module, _)) in modules.iter().enumerate() {
+        if sizes[m].is_empty() {
+            continue;
+        }
         let mean = |at: usize, f: fn(&Measured) -> f64| {
             results[m][at].iter().map(f).sum::<f64>() / results[m][at].len() as f64
         };
-        for (at, size) in sizes.iter().enumerate() {
+        for (at, size) in sizes[m].iter().enumerate() {
             println!(
                 "| {module} | {size} | {} | {:.1} | {:.2} | {:.1} | {:.2} | {:.0} | {:.2} | {:.1} | {:.2} | {:.2} |",
                 results[m][at][0].units,

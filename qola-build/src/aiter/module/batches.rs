@@ -45,9 +45,8 @@
 //! regroups batches of its own family and a few after it (a run of small families that share
 //! batches regroups after it), and at most the one batch before its family (when the family's
 //! size crosses half the size, or when it comes to fit beside that batch): at most 8 of 46 in
-//! the unit test. So
-//! a narrower CK filter keeps most batches (and their cached objects). `QOLA_BATCH=1` compiles
-//! one unit per instance.
+//! the unit test. So a narrower CK filter keeps most batches (and their cached objects).
+//! `QOLA_BATCH=1` compiles one unit per instance.
 //!
 //! A batch that fails to compile is compiled again as its members, one unit each, so the error
 //! names the instance at fault (see `library`).

@@ -379,7 +379,7 @@ impl HipBuild {
         self
     }
 
-    /// A compiler already identified ([`HipToolchain::identify`], [`HipToolchain::find`]): used
+    /// A compiler already identified ([`HipToolchain::identify`], `HipToolchain::find`): used
     /// as it is, not asked again (over [`HipBuild::compiler`] and `HIPCC`). An entry point
     /// that builds several libraries identifies its compiler once and hands it to each.
     pub fn toolchain(&mut self, toolchain: HipToolchain) -> &mut HipBuild {

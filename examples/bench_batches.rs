@@ -11,9 +11,10 @@
 //!
 //! `--wide` measures a wider receipt-700 slice instead (d64 and d256, fp16, group mode: 18
 //! forward and 22 backward instances) at N = 1 and N = 4. `MODULE=SIZES` (`libmha_fwd=1,3,4`)
-//! gives a module's sizes instead; `MODULE=` leaves it out. Sizes are ratios to the first.
+//! gives a module's sizes, in that order, instead; `MODULE=` leaves it out.
 //!
-//! Ratios are against N = 1 (one unit per instance) in the same round. The instances' sources
+//! Ratios are against a module's first size (N = 1, one unit per instance, unless
+//! `MODULE=SIZES` puts another first) in the same round. The instances' sources
 //! are generated once (the fixtures' prepared tree, `aiter-narrow`), the compiles each run in a
 //! process of their own.
 //!
@@ -228,7 +229,7 @@ fn main() {
         }
     }
     println!(
-        "| module | N | units | CPU s | × N=1 | wall s | × N=1 | peak MiB/job | × N=1 | one edited instance, CPU s | × it alone (N=1) | × an instance's mean (N=1) |"
+        "| module | N | units | CPU s | × first N | wall s | × first N | peak MiB/job | × first N | one edited instance, CPU s | × it alone (first N) | × an instance's mean (first N) |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (m, (module, _)) in modules.iter().enumerate() {

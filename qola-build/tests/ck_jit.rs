@@ -421,6 +421,197 @@ fn under_ck_jit_a_failing_link_or_a_vanished_scratch_is_named_and_the_library_is
     );
 }
 
+/// ck-jit's `full` as TransformerEngine's CMake runs it, with the stand-in for its interceptor:
+/// its tmp dir (`<bin>/ck_jit`) removed and made again (`shutil.rmtree`), qola's output inside it
+/// (`--qola-output <bin>/ck_jit/qola`), `qola build --skip-checkout` of `manifest` in ck-jit's
+/// environment, then each library its post-build took copied into `install` with its mtime
+/// (`shutil.copy2`). Returns what qola said.
+fn te_full(f: &Forward, manifest: &Path, bin: &Path, install: &Path) -> String {
+    let tmp = bin.join("ck_jit");
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut command = build(manifest, &f.tree, &tmp.join("qola"));
+    let interceptor = qola_tests::fake_ck_jit_interceptor();
+    ck_jit_env(&mut command, &tmp, &interceptor, &f.hipcc, &f.tree);
+    let said = qola_tests::run_ok(&mut command);
+    std::fs::create_dir_all(install).unwrap();
+    for lib in ["libmha_fwd", "libmha_bwd"] {
+        let state = tmp
+            .join("ck-jit-tmp")
+            .join(lib)
+            .join("ck_jit_quick_rebuild.json");
+        let Ok(text) = std::fs::read_to_string(&state) else {
+            continue;
+        };
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let built = PathBuf::from(value["out_so"].as_str().unwrap());
+        let installed = install.join(built.file_name().unwrap());
+        std::fs::copy(&built, &installed).unwrap();
+        let mtime = std::fs::metadata(&built).unwrap().modified().unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&installed)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+    }
+    said
+}
+
+/// Every file under `dir`: its bytes and mtime, by its path under `dir`.
+fn files_as_they_are(
+    dir: &Path,
+) -> std::collections::BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                let path = entry.path();
+                let mtime = entry.metadata().unwrap().modified().unwrap();
+                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+                files.insert(rel, (std::fs::read(&path).unwrap(), mtime));
+            }
+        }
+    }
+    files
+}
+
+/// The paths whose bytes or mtime differ between two [`files_as_they_are`], or that only one
+/// has.
+fn changed(
+    before: &std::collections::BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)>,
+    after: &std::collections::BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)>,
+) -> Vec<String> {
+    let paths: std::collections::BTreeSet<&PathBuf> = before.keys().chain(after.keys()).collect();
+    paths
+        .into_iter()
+        .filter(|p| before.get(*p) != after.get(*p))
+        .map(|p| {
+            let how = match (before.get(p), after.get(p)) {
+                (Some((a, _)), Some((b, _))) if a != b => "bytes",
+                (Some(_), Some(_)) => "mtime",
+                (None, _) => "new",
+                (_, None) => "gone",
+            };
+            format!("{} ({how})", p.display())
+        })
+        .collect()
+}
+
+/// TransformerEngine's default build, reconfigured with nothing changed: ck-jit's `full` again
+/// with TE's exact arguments (its tmp dir removed, qola's output inside it) leaves every file
+/// qola writes and every library ck-jit installs with the bytes and mtime it had, so a TE-shaped
+/// consumer (`tests/te-ck-jit-consumer`: an object including `qola_mha_fwd.h`, a shared library
+/// linking `-l:te_libmha_fwd.so` from the install dir) has nothing to do; a manifest flag changed
+/// gives a new library, which the consumer relinks, and nothing else.
+#[test]
+fn a_te_reconfigure_under_ck_jit_rewrites_nothing_its_consumer_has_nothing_to_do_and_a_changed_flag_relinks_it()
+ {
+    let Some(f) = forward() else {
+        return;
+    };
+    let (Some(cmake), Some(ninja)) = (
+        qola_tests::tool("cmake", "cmake"),
+        qola_tests::tool("ninja", "ninja-build"),
+    ) else {
+        return;
+    };
+    let bin = f.tmp.path().join("te-build");
+    let install = f.tmp.path().join("te-install");
+    let output = bin.join("ck_jit/qola");
+    let consumer = f.tmp.path().join("consumer");
+    let configure = || {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/te-ck-jit-consumer");
+        qola_tests::run_ok(
+            Command::new(&cmake)
+                .args(["-G", "Ninja", "-S"])
+                .arg(&source)
+                .arg("-B")
+                .arg(&consumer)
+                .arg(format!(
+                    "-DQOLA_INCLUDE_DIR={}",
+                    output.join("include").display()
+                ))
+                .arg(format!("-DINSTALL_DIR={}", install.display()))
+                .arg(format!("-DAITER_ROOT={}", f.tree.display()))
+                .arg(format!("-DCMAKE_CXX_COMPILER={}", f.hipcc.display())),
+        )
+    };
+    let ninja_explain = || {
+        qola_tests::run_ok(
+            Command::new(&ninja)
+                .arg("-C")
+                .arg(&consumer)
+                .args(["-n", "-d", "explain"]),
+        )
+    };
+    te_full(&f, &f.manifest, &bin, &install);
+    configure();
+    qola_tests::run_ok(Command::new(&ninja).arg("-C").arg(&consumer));
+    let (output_was, installed_was) = (files_as_they_are(&output), files_as_they_are(&install));
+
+    common::tick();
+    let said = te_full(&f, &f.manifest, &bin, &install);
+    assert!(said.contains("mtimes are put back"), "{said}");
+    let (output_now, installed_now) = (files_as_they_are(&output), files_as_they_are(&install));
+    assert_eq!(
+        changed(&output_was, &output_now),
+        Vec::<String>::new(),
+        "{said}"
+    );
+    assert_eq!(
+        changed(&installed_was, &installed_now),
+        Vec::<String>::new()
+    );
+    configure();
+    let explain = ninja_explain();
+    assert!(explain.contains("no work to do"), "{explain}");
+
+    // A flag of the module changed: a new library (a new mtime), relinked; the headers are
+    // the same, so the object is not compiled again.
+    let real = qola_tests::real_aiter().unwrap();
+    let flagged = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .archs(&["gfx942"])
+        .module(
+            "libmha_fwd",
+            "group = \"mha\"\nmode = \"cpp_itfs\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\nflags_extra_hip = [\"'-DQOLA_TE_SHAPED_CHANGE=1'\"]\n",
+        )
+        .write(f.tmp.path().join("flagged.toml"));
+    common::tick();
+    te_full(&f, &flagged, &bin, &install);
+    let installed = files_as_they_are(&install);
+    assert_eq!(
+        changed(&installed_now, &installed),
+        vec!["te_libmha_fwd.so (bytes)".to_string()]
+    );
+    assert_eq!(
+        changed(&output_now, &files_as_they_are(&output))
+            .iter()
+            .filter(|p| p.starts_with("include/"))
+            .count(),
+        0,
+        "the public headers are as they were"
+    );
+    configure();
+    let explain = ninja_explain();
+    assert!(
+        explain.contains("libck_fused_attn.so"),
+        "relinked: {explain}"
+    );
+    assert!(
+        !explain.contains("ck_fused_attn_fwd.cpp.o is dirty"),
+        "not compiled again: {explain}"
+    );
+}
+
 /// ck-jit's hints patch for CK's generator as a checkout of ck-jit holds it, with its one hunk
 /// that does not apply to the CK of AITER 05a0d1f (`fmha_fwd.py`: the instance loop there has
 /// no filter) adapted, as a QoLA user at that AITER must.

@@ -10,6 +10,7 @@
 //! | `farm/` | sccache configs and toolchain archives for compile farms | compiling |
 //! | `core-flags/` | the flags the tree's `core.py` gives a module, with the environment read | AITER's modules |
 //! | `tuned-tables/` | tuned tables merged as AITER merges them, by content | AITER's modules |
+//! | `outputs/` | what each `qola build` output directory holds, by content, with the mtimes a consumer saw | AITER's modules |
 //!
 //! It is found as `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else `$HOME/.cache/qola`.
 
@@ -33,6 +34,8 @@ pub(crate) const LAUNCHER: &str = "farm";
 pub(crate) const CORE_FLAGS: &str = "core-flags";
 /// Merged tuned tables.
 pub(crate) const TUNED_TABLES: &str = "tuned-tables";
+/// The records of `qola build`'s output directories (their files by content, with mtimes).
+pub(crate) const OUTPUTS: &str = "outputs";
 
 /// qola's cache by the one precedence (`common::precedence`): `argument` (a builder's
 /// `cache_dir`, `--cache-dir`), else `QOLA_CACHE_DIR`, else `$XDG_CACHE_HOME/qola`, else

@@ -25,6 +25,7 @@
 //! here. With `--publish`, each module built here from a tree qola prepared is published.
 
 mod ck_jit;
+mod ledger;
 mod plan;
 mod record;
 mod select;
@@ -42,6 +43,7 @@ use crate::aiter::library::{AiterLibrary, Api, library_in};
 use crate::aiter::module::AiterModuleSpec;
 use crate::aiter::module::CkInstances;
 use crate::aiter::output::ck_jit::CkJit;
+use crate::aiter::output::ledger::{Ledger, Moment};
 use crate::aiter::prebuilt::Arrival;
 use crate::aiter::registry::Registry;
 use crate::aiter::{AiterError, Result};
@@ -401,6 +403,9 @@ impl OutputBuild {
             None => Vec::new(),
         };
         std::fs::create_dir_all(&self.output_dir).map_err(io_error("create", &self.output_dir))?;
+        // What is there before anything is written (see `ledger`).
+        let mut ledger = Ledger::open(&ctx.cache, &self.output_dir)?;
+        ledger.settle(Moment::Before)?;
         // Before any checkout: each module's files by its key, when a store has them.
         let (arrivals, fetch_seconds): (Vec<Option<Arrival>>, Vec<f64>) = match &stores {
             Some(stores) => self.arrivals(stores, &selected, &keys),
@@ -499,7 +504,18 @@ impl OutputBuild {
             },
             modules,
         };
-        let record_written = record::write_record(&self.output_dir.join("manifest.json"), &record)?;
+        let record_written = record::write_record(
+            &self.output_dir.join("manifest.json"),
+            &record,
+            ledger.manifest_json(),
+        )?;
+        let settled = ledger.settle(Moment::After)?;
+        if settled.put_back > 0 {
+            eprintln!(
+                "qola build: {} output file(s) written again with the content they had: their mtimes are put back, so nothing that uses them rebuilds",
+                settled.put_back
+            );
+        }
         Ok(BuildOutcome {
             record,
             record_written,

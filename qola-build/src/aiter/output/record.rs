@@ -59,8 +59,14 @@ pub struct BuildRecord {
 }
 
 /// Writes `manifest.json` unless it already says the same apart from its time stamp and the
-/// durations. Returns whether it wrote.
-pub(super) fn write_record(path: &Path, record: &BuildRecord) -> Result<bool> {
+/// durations; when the file is gone (its directory removed), the text `previous` (what the
+/// output directory's ledger last saw there) is written back if it says the same. Returns
+/// whether it wrote.
+pub(super) fn write_record(
+    path: &Path,
+    record: &BuildRecord,
+    previous: Option<&str>,
+) -> Result<bool> {
     let stable = |r: &BuildRecord| {
         let mut r = r.clone();
         r.generated_at.clear();
@@ -69,11 +75,16 @@ pub(super) fn write_record(path: &Path, record: &BuildRecord) -> Result<bool> {
         }
         r
     };
-    let old: Option<BuildRecord> = std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    if old.is_some_and(|old| stable(&old) == stable(record)) {
-        return Ok(false);
+    let says_the_same = |bytes: &[u8]| {
+        serde_json::from_slice::<BuildRecord>(bytes).is_ok_and(|old| stable(&old) == stable(record))
+    };
+    match std::fs::read(path) {
+        Ok(bytes) if says_the_same(&bytes) => return Ok(false),
+        Err(_) if previous.is_some_and(|text| says_the_same(text.as_bytes())) => {
+            let text = previous.unwrap_or_default();
+            return Ok(write_if_changed(path, text.as_bytes())?);
+        }
+        _ => {}
     }
     let mut text = serde_json::to_string_pretty(record).expect("a record always serializes");
     text.push('\n');

@@ -36,21 +36,35 @@ fn tree_copy(hipcc: &Path, manifest: &Path, dir: &Path) -> PathBuf {
 }
 
 /// What ck-jit's hints patch gives CK's forward generator, for the stand-in (which cannot have
-/// ck-jit's patch): a `//jit_kernel:` line before each instance's dispatch.
+/// ck-jit's patch), written here: the API trait carries its kernel's file name
+/// (`kernel_filename`), and a `//jit_kernel: <file>` line goes before each instance's dispatch.
 fn add_forward_hints(tree: &Path) {
     let path =
         tree.join("3rdparty/composable_kernel/example/ck_tile/01_fmha/codegen/ops/fmha_fwd.py");
-    let text = std::fs::read_to_string(&path).unwrap();
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let insert_after = |text: &mut String, line: &str, added: &str| {
+        let at = text.find(line).unwrap_or_else(|| panic!("CK's {line:?}")) + line.len();
+        text.insert_str(at, added);
+    };
+    insert_after(
+        &mut text,
+        "class FmhaFwdApiTrait:\n",
+        "    kernel_filename: str\n",
+    );
+    insert_after(
+        &mut text,
+        "        return FmhaFwdApiTrait(\n",
+        "            kernel_filename=self.filename,\n",
+    );
     let dispatch = "inners += FMHA_FWD_API_INNER_DISPATCH.format(";
     let at = text.find(dispatch).expect("CK's forward dispatch");
     let line_start = text[..at].rfind('\n').unwrap() + 1;
-    let indent = &text[line_start..at];
-    let hinted = format!(
-        "{}{indent}inners += f\"//jit_kernel: {{trait.name}}\\n\"\n{}",
-        &text[..line_start],
-        &text[line_start..]
+    let indent = text[line_start..at].to_string();
+    text.insert_str(
+        line_start,
+        &format!("{indent}inners += f\"//jit_kernel: {{trait.kernel_filename}}\\n\"\n"),
     );
-    std::fs::write(&path, hinted).unwrap();
+    std::fs::write(&path, text).unwrap();
 }
 
 fn manifest(dir: &Path, real: &qola_tests::RealAiter, backward: bool) -> PathBuf {
@@ -422,11 +436,10 @@ fn under_ck_jit_a_failing_link_or_a_vanished_scratch_is_named_and_the_library_is
 }
 
 /// ck-jit's `full` as TransformerEngine's CMake runs it, with the stand-in for its interceptor:
-/// its tmp dir (`<bin>/ck_jit`) removed and made again (`shutil.rmtree`), qola's output inside it
-/// (`--qola-output <bin>/ck_jit/qola`), `qola build --skip-checkout` of `manifest` in ck-jit's
-/// environment, then each library its post-build took copied into `install` with its mtime
-/// (`shutil.copy2`). Returns what qola said.
-fn te_full(f: &Forward, manifest: &Path, bin: &Path, install: &Path) -> String {
+/// its tmp dir (`<bin>/ck_jit`) removed and made again (`shutil.rmtree`), then `qola build
+/// --skip-checkout` of `manifest` in ck-jit's environment, qola's output inside the tmp dir
+/// (`--qola-output <bin>/ck_jit/qola`). [`install_taken`] is what ck-jit does after it.
+fn te_full_command(f: &Forward, manifest: &Path, bin: &Path) -> Command {
     let tmp = bin.join("ck_jit");
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).unwrap();
@@ -435,11 +448,16 @@ fn te_full(f: &Forward, manifest: &Path, bin: &Path, install: &Path) -> String {
     let mut command = build(manifest, &f.tree, &tmp.join("qola"));
     let interceptor = qola_tests::fake_ck_jit_interceptor();
     ck_jit_env(&mut command, &tmp, &interceptor, &f.hipcc, &f.tree);
-    let said = qola_tests::run_ok(&mut command);
+    command
+}
+
+/// ck-jit's install after its `full` ran in `bin`: each library its post-build took copied into
+/// `install` with its mtime (`shutil.copy2`).
+fn install_taken(bin: &Path, install: &Path) {
     std::fs::create_dir_all(install).unwrap();
     for lib in ["libmha_fwd", "libmha_bwd"] {
-        let state = tmp
-            .join("ck-jit-tmp")
+        let state = bin
+            .join("ck_jit/ck-jit-tmp")
             .join(lib)
             .join("ck_jit_quick_rebuild.json");
         let Ok(text) = std::fs::read_to_string(&state) else {
@@ -457,6 +475,12 @@ fn te_full(f: &Forward, manifest: &Path, bin: &Path, install: &Path) -> String {
             .set_modified(mtime)
             .unwrap();
     }
+}
+
+/// [`te_full_command`] run to its end, then [`install_taken`]. Returns what qola said.
+fn te_full(f: &Forward, manifest: &Path, bin: &Path, install: &Path) -> String {
+    let said = qola_tests::run_ok(&mut te_full_command(f, manifest, bin));
+    install_taken(bin, install);
     said
 }
 
@@ -612,6 +636,164 @@ fn a_te_reconfigure_under_ck_jit_rewrites_nothing_its_consumer_has_nothing_to_do
     );
 }
 
+/// CK's forward generator in a tree, where ck-jit's hints go.
+const FORWARD_GENERATOR: &str =
+    "3rdparty/composable_kernel/example/ck_tile/01_fmha/codegen/ops/fmha_fwd.py";
+
+/// `qola checkout` of `tree` (TransformerEngine's `qola_checkout_aiter`): its output.
+fn checkout(manifest: &Path, tree: &Path, hipcc: &Path) -> Output {
+    let mut command = common::qola_command(&["GPU_ARCHS"]);
+    command
+        .args(["checkout", "-m"])
+        .arg(manifest)
+        .arg("-a")
+        .arg(tree)
+        .env("HIPCC", hipcc)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"));
+    command.output().unwrap()
+}
+
+/// TransformerEngine's configure after a ck-jit `full` killed at any point. A run killed (its
+/// whole process group, as a CI timeout or Ctrl-C does) during qola's codegen, while qola gives
+/// the interceptor its CK units, or at the link leaves ck-jit's hints applied in CK and its tmp
+/// dir half written; the next configure's checkout undoes the hints (saying so, exit 0), and the
+/// next `full` gets past the point where the last one died, until one completes.
+#[test]
+fn a_ck_jit_full_killed_at_any_point_leaves_nothing_that_blocks_the_next_configure() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let Some(f) = forward() else {
+        return;
+    };
+    let prepared =
+        std::fs::read(fixtures_dir().join("aiter-ck-jit").join(FORWARD_GENERATOR)).unwrap();
+    // A Python that kills its process group when it is asked to run CK's generator.
+    let python = f.tmp.path().join("python-killing-codegen");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\ncase \"$*\" in *01_fmha/generate.py*) kill -KILL 0 ;; esac\nexec python3 \"$@\"\n",
+    )
+    .unwrap();
+    qola_tests::run_ok(Command::new("chmod").arg("+x").arg(&python));
+    let (bin, install) = (
+        f.tmp.path().join("te-build"),
+        f.tmp.path().join("te-install"),
+    );
+    // Where each run is killed, by what variable; the last one runs to its end.
+    let kills = [
+        Some(("codegen", "QOLA_PYTHON", python.as_path())),
+        Some(("the CK units", "CK_JIT_FAKE_KILL", Path::new("blob"))),
+        Some(("the link", "CK_JIT_FAKE_KILL", Path::new("link"))),
+        None,
+    ];
+    // The tree starts as a killed run leaves it: ck-jit's hints applied (`forward`).
+    for kill in kills {
+        let point = kill.map(|(point, _, _)| point);
+        let out = checkout(&f.manifest, &f.tree, &f.hipcc);
+        let text = said(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "after a kill at {point:?}: {text}"
+        );
+        assert!(
+            text.contains("ck-jit's codegen hints were left applied by a ck-jit run that did not end: undone in")
+                && text.contains(FORWARD_GENERATOR),
+            "{text}"
+        );
+        assert_eq!(
+            std::fs::read(f.tree.join(FORWARD_GENERATOR)).unwrap(),
+            prepared
+        );
+        // ck-jit applies its hints, then runs qola in a process group of its own.
+        add_forward_hints(&f.tree);
+        let mut command = te_full_command(&f, &f.manifest, &bin);
+        if let Some((_, variable, value)) = kill {
+            command.env(variable, value);
+        }
+        let status = command.process_group(0).status().unwrap();
+        let Some(point) = point else {
+            assert!(status.success());
+            break;
+        };
+        assert_eq!(status.signal(), Some(9), "killed at {point}");
+        let calls: Vec<String> = calls(&bin.join("ck_jit/ck-jit-tmp"))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let reached = match point {
+            "codegen" => calls.is_empty(),
+            "the CK units" => !calls.contains(&"blob".to_string()),
+            _ => calls.contains(&"blob".to_string()) && !calls.contains(&"link".to_string()),
+        };
+        assert!(reached, "killed at {point} (the interceptor saw {calls:?})");
+    }
+    install_taken(&bin, &install);
+    let exports = exported(&install.join("te_libmha_fwd.so"));
+    assert!(
+        !exports.is_empty() && exports.iter().all(|s| s.starts_with("qola::te::")),
+        "{exports:?}"
+    );
+}
+
+/// ck-jit's hints beside a user's own edit (in the same generator or in another file): the tree
+/// is refused as any local edit is (exit 3, nothing changed); forced, the user's lines are in the
+/// patch qola saves and ck-jit's hints are undone.
+#[test]
+fn ck_jit_s_hints_beside_a_user_s_edit_are_refused_as_any_edit_and_the_user_s_lines_survive() {
+    let Some(f) = forward() else {
+        return;
+    };
+    let generator = f.tree.join(FORWARD_GENERATOR);
+    let hinted = std::fs::read_to_string(&generator).unwrap();
+    let mine = "# my own line, not ck-jit's\n";
+    let other = f.tree.join("csrc/include/mha_fwd.h");
+    let other_was = std::fs::read_to_string(&other).unwrap();
+    for (path, text) in [
+        (&generator, format!("{hinted}{mine}")),
+        (&other, format!("{other_was}// {mine}")),
+    ] {
+        std::fs::write(path, &text).unwrap();
+        let out = checkout(&f.manifest, &f.tree, &f.hipcc);
+        assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+        assert_eq!(
+            std::fs::read_to_string(path).unwrap(),
+            text,
+            "nothing changed"
+        );
+        assert!(
+            std::fs::read_to_string(&generator)
+                .unwrap()
+                .contains("//jit_kernel:")
+        );
+        std::fs::write(&generator, &hinted).unwrap();
+    }
+    // Forced: the user's edit is saved, the hints are undone.
+    std::fs::write(&other, format!("{other_was}// {mine}")).unwrap();
+    let mut forced = common::qola_command(&["GPU_ARCHS"]);
+    forced
+        .args(["checkout", "--force", "-m"])
+        .arg(&f.manifest)
+        .arg("-a")
+        .arg(&f.tree)
+        .env("HIPCC", &f.hipcc)
+        .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"));
+    let text = qola_tests::run_ok(&mut forced);
+    let saved = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("local edits saved to "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let patch = std::fs::read_to_string(saved).unwrap();
+    assert!(patch.contains(mine.trim_end()), "{patch}");
+    assert!(
+        !patch.contains("//jit_kernel:"),
+        "ck-jit's hints are not the user's: {patch}"
+    );
+    assert_eq!(
+        std::fs::read(&generator).unwrap(),
+        std::fs::read(fixtures_dir().join("aiter-ck-jit").join(FORWARD_GENERATOR)).unwrap()
+    );
+}
+
 /// ck-jit's hints patch for CK's generator as a checkout of ck-jit holds it, with its one hunk
 /// that does not apply to the CK of AITER 05a0d1f (`fmha_fwd.py`: the instance loop there has
 /// no filter) adapted, as a QoLA user at that AITER must.
@@ -630,9 +812,15 @@ fn adapted_ck_jit(checkout: &Path, dir: &Path) -> PathBuf {
     copy
 }
 
+/// The real ck-jit (`QOLA_TEST_CK_JIT_DIR`), run as TransformerEngine's CMake runs it: `full`
+/// with the same `--tmp-dir`, `--qola-output` inside it and the same `--install-dir` each time.
+/// Its libraries define ck-jit's runtime and export QoLA's API alone; a run killed with the hints
+/// applied (ck-jit's own patch left in CK) is undone by the next configure's checkout; the next
+/// `full` records the same instances and installs libraries with the bytes and mtimes they had;
+/// `quick` relinks from the same tmp dir.
 #[test]
 fn ck_jit_s_full_run_installs_libraries_that_compile_on_first_use_run_after_run() {
-    let Some(checkout) = std::env::var_os("QOLA_TEST_CK_JIT_DIR").map(PathBuf::from) else {
+    let Some(checkout_dir) = std::env::var_os("QOLA_TEST_CK_JIT_DIR").map(PathBuf::from) else {
         eprintln!(
             "skipping: QOLA_TEST_CK_JIT_DIR names no checkout of ROCm/ck-jit (CI cannot fetch it); the contract is checked by under_ck_jit_* with a stand-in"
         );
@@ -642,11 +830,13 @@ fn ck_jit_s_full_run_installs_libraries_that_compile_on_first_use_run_after_run(
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let ck_jit = adapted_ck_jit(&checkout, tmp.path());
+    let ck_jit = adapted_ck_jit(&checkout_dir, tmp.path());
     let manifest = manifest(tmp.path(), &real, true);
     let tree = tree_copy(&hipcc, &manifest, tmp.path());
     let rocm = qola_tests::sid_rocm(&hipcc);
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python");
+    let (bin, install) = (tmp.path().join("te-build"), tmp.path().join("te-install"));
+    let ck_jit_tmp = bin.join("ck_jit");
     let full = |tag: &str, hipcc_set: bool| {
         let mut command = Command::new("python3");
         command
@@ -658,11 +848,12 @@ fn ck_jit_s_full_run_installs_libraries_that_compile_on_first_use_run_after_run(
             .arg("--aiter-dir")
             .arg(&tree)
             .arg("--tmp-dir")
-            .arg(tmp.path().join(format!("tmp-{tag}")))
+            .arg(&ck_jit_tmp)
             .arg("--install-dir")
-            .arg(tmp.path().join(format!("install-{tag}")))
+            .arg(&install)
             .arg("--qola-output")
-            .arg(tmp.path().join("out"))
+            .arg(ck_jit_tmp.join("qola"))
+            .args(["--jit-name", "te_ck_jit"])
             .env("PYTHONPATH", &python)
             .env("QOLA_EXECUTABLE", QOLA)
             .env("ROCM_PATH", &rocm)
@@ -675,27 +866,25 @@ fn ck_jit_s_full_run_installs_libraries_that_compile_on_first_use_run_after_run(
             command.env("HIPCC", "/bin/false");
         }
         let text = qola_tests::run_ok(&mut command);
-        let log = std::fs::read_to_string(tmp.path().join(format!("tmp-{tag}/qola_build.log")))
-            .unwrap_or_default();
+        let log = std::fs::read_to_string(ck_jit_tmp.join("qola_build.log")).unwrap_or_default();
         eprintln!("== ck-jit full ({tag}) ==\n{text}\n== its qola_build.log ==\n{log}");
-        let blobs: Vec<String> =
-            std::fs::read_to_string(tmp.path().join(format!("tmp-{tag}/manifest.json.ndjson")))
-                .unwrap()
-                .lines()
-                .filter_map(|l| {
-                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                    (v["kind"] == "blob").then(|| {
-                        let source = v["source"].as_str().unwrap();
-                        source.rsplit('/').next().unwrap().to_string()
-                    })
+        let blobs: Vec<String> = std::fs::read_to_string(ck_jit_tmp.join("manifest.json.ndjson"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (v["kind"] == "blob").then(|| {
+                    let source = v["source"].as_str().unwrap();
+                    source.rsplit('/').next().unwrap().to_string()
                 })
-                .collect();
-        blobs
+            })
+            .collect();
+        (blobs, log)
     };
-    let first = full("first", false);
+    let (first, _) = full("first", false);
     assert!(!first.is_empty());
     for lib in ["te_libmha_fwd.so", "te_libmha_bwd.so"] {
-        let installed = tmp.path().join("install-first").join(lib);
+        let installed = install.join(lib);
         let exports = exported(&installed);
         assert!(
             !exports.is_empty() && exports.iter().all(|s| s.starts_with("qola::te::")),
@@ -711,16 +900,52 @@ fn ck_jit_s_full_run_installs_libraries_that_compile_on_first_use_run_after_run(
         };
         assert!(symbols.contains(entry), "{lib} defines ck-jit's {entry}");
     }
-    let second = full("second", true);
+    let output_was = files_as_they_are(&ck_jit_tmp.join("qola"));
+    let installed_was = files_as_they_are(&install);
+
+    // A run killed with ck-jit's hints applied: its own patch left in CK. The next configure's
+    // checkout undoes it.
+    let ck = tree.join("3rdparty/composable_kernel");
+    qola_tests::run_ok(
+        Command::new("patch")
+            .args(["-p1", "--forward", "--no-backup-if-mismatch", "--input"])
+            .arg(ck_jit.join("codegen_jit_hints_0cafa68b6.patch"))
+            .current_dir(&ck),
+    );
+    let out = checkout(&manifest, &tree, &hipcc);
+    let text = said(&out);
+    eprintln!("== qola checkout after a killed run ==\n{text}");
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("ck-jit's codegen hints were left applied"),
+        "{text}"
+    );
+
+    common::tick();
+    let (second, log) = full("second", true);
     assert_eq!(
         first, second,
         "the same blob list, with a warm cache and HIPCC set"
     );
+    assert!(log.contains("mtimes are put back"), "{log}");
+    assert_eq!(
+        changed(&output_was, &files_as_they_are(&ck_jit_tmp.join("qola"))),
+        Vec::<String>::new(),
+        "every file qola wrote as it was"
+    );
+    let installed_now = files_as_they_are(&install);
+    for lib in ["te_libmha_fwd.so", "te_libmha_bwd.so"] {
+        assert_eq!(
+            installed_now.get(Path::new(lib)),
+            installed_was.get(Path::new(lib)),
+            "{lib}: the same bytes and mtime"
+        );
+    }
     let mut quick = Command::new("python3");
     quick
         .arg(ck_jit.join("ck_jit_build.py"))
         .args(["quick", "--tmp-dir"])
-        .arg(tmp.path().join("tmp-second"))
+        .arg(&ck_jit_tmp)
         .arg("--aiter-dir")
         .arg(&tree)
         .arg("--install-dir")

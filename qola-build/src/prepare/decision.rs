@@ -67,6 +67,9 @@ pub(crate) struct PathFacts {
     pub was_patched: bool,
     /// Its repository is checked out (a deinit-ed submodule is not).
     pub repo_checked_out: bool,
+    /// It is its prepared content with ck-jit's codegen hints and nothing else: the residue of a
+    /// ck-jit run that did not end (see `ck_jit_hints`), not an edit.
+    pub ck_jit_hints: bool,
 }
 
 /// Everything the decision needs about a tree compared path by path, gathered by `observe`.
@@ -167,6 +170,7 @@ pub(crate) struct Plan {
 #[derive(Debug, Default)]
 struct Verdicts {
     edited: Vec<String>,
+    ck_jit_hints: Vec<String>,
     staged: Vec<(String, PathState)>,
     reverted: Vec<String>,
     differing: Vec<Difference>,
@@ -214,6 +218,9 @@ fn judge_tree(facts: &Facts) -> Result<Plan, (Vec<Why>, Vec<String>)> {
     let mut whys = Vec::new();
     if facts.resumed != Resumed::None {
         whys.push(Why::Interrupted(facts.resumed));
+    }
+    if !verdicts.ck_jit_hints.is_empty() {
+        whys.push(Why::CkJitHints(verdicts.ck_jit_hints.clone()));
     }
     if !cloned {
         whys.extend(tree_whys(facts, &verdicts.reverted));
@@ -281,7 +288,10 @@ fn judge(facts: &Facts, cloned: bool) -> Verdicts {
             verdicts.staged.push((p.path.clone(), staged.clone()));
         }
         if !cloned && !unwritten && (!known(&p.now) || staged.is_some()) {
-            verdicts.edited.push(p.path.clone());
+            match p.ck_jit_hints && staged.is_none() {
+                true => verdicts.ck_jit_hints.push(p.path.clone()),
+                false => verdicts.edited.push(p.path.clone()),
+            }
         }
     }
     verdicts
@@ -339,6 +349,7 @@ mod tests {
             patched: true,
             was_patched: true,
             repo_checked_out: true,
+            ck_jit_hints: false,
         }
     }
 
@@ -463,6 +474,26 @@ mod tests {
         let d = decide_facts(&facts(vec![patched("f", state("e"))]));
         assert!(
             matches!(&d, Decision::Refuse { edited, .. } if edited == &["f".to_string()]),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn ck_jit_s_hints_left_applied_are_undone_and_named_not_refused() {
+        let mut hinted = patched("ck/ops/fmha_fwd.py", state("h"));
+        hinted.ck_jit_hints = true;
+        let p = plan(decide_facts(&facts(vec![hinted.clone()])));
+        assert_eq!(p.action, Action::Resync);
+        assert!(p.edited.is_empty(), "{p:?}");
+        assert_eq!(
+            p.whys,
+            vec![Why::CkJitHints(vec!["ck/ops/fmha_fwd.py".to_string()])]
+        );
+        // With a user's edit elsewhere the tree is refused as any edit is, naming the edit only.
+        let d = decide_facts(&facts(vec![hinted, patched("csrc/mine.h", state("e"))]));
+        assert!(
+            matches!(&d, Decision::Refuse { edited, whys } if edited == &["csrc/mine.h".to_string()]
+                && whys.contains(&Why::CkJitHints(vec!["ck/ops/fmha_fwd.py".to_string()]))),
             "{d:?}"
         );
     }

@@ -26,6 +26,7 @@
 //! fingerprint scan (one libgit2 status per repository, in parallel) decide. Neither writes in
 //! the checkout: not the index, not the stamp.
 
+mod ck_jit_hints;
 mod decision;
 mod diff;
 mod execute;
@@ -109,6 +110,12 @@ impl Prepare {
                 lock.display()
             ))
         })?;
+        // No ck-jit run is between applying its hints and reverting them while the tree is
+        // looked at (under ck-jit, qola builds with --skip-checkout and never waits here).
+        let _ck_jit = match settings.skip {
+            true => None,
+            false => ck_jit_hints::wait_for_ck_jit(&settings.root, directives),
+        };
         remove_partial_clones(&settings.root);
         let run = Run::new(settings, env, Mode::Prepare)?;
         // What an interrupted run left is dealt with first (see `journal`): rolled back, or a

@@ -19,10 +19,11 @@ use git2::{Oid, Repository};
 use crate::build_script::{Directives, Env};
 use crate::common::hooks::Hooks;
 use crate::common::tree_path::on_disk;
+use crate::prepare::ck_jit_hints::left_by_ck_jit;
 use crate::prepare::decision::{Checkout, Facts, Found, PathFacts, RepoFacts, Resumed, StampFacts};
 use crate::prepare::git::open_checkout;
 use crate::prepare::git::untracked_paths;
-use crate::prepare::git::{Entry, PathState, workdir_entry};
+use crate::prepare::git::{Entry, PathState, workdir_content, workdir_entry};
 use crate::prepare::git::{Fetcher, Network, Reach, resolve_commit};
 use crate::prepare::git::{Pinned, Pristine};
 use crate::prepare::journal;
@@ -541,6 +542,14 @@ fn path_facts(
         };
         let repo_checked_out =
             !matches!(now.heads.get(&pinned.owner(path).0.path), None | Some(None));
+        let ck_jit_hints = now_state.is_some()
+            && prepared.is_some()
+            && now_state != prepared
+            && path.ends_with(".py")
+            && left_by_ck_jit(
+                tree.expected_content(path)?,
+                workdir_content(&on_disk(root, path))?,
+            );
         tree.current.insert(path.clone(), now_state.clone());
         facts.push(PathFacts {
             path: path.clone(),
@@ -552,6 +561,7 @@ fn path_facts(
             patched: tree.expected_paths.contains_key(path),
             was_patched: stamp.is_none_or(|s| s.paths.contains_key(path)),
             repo_checked_out: fresh || repo_checked_out,
+            ck_jit_hints,
         });
     }
     Ok(facts)

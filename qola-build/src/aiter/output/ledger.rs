@@ -142,6 +142,18 @@ pub(super) struct Settled {
     pub recorded: usize,
 }
 
+impl Settled {
+    /// What `qola build` says of a settle after it, when it put mtimes back.
+    pub fn notice(&self) -> Option<String> {
+        (self.put_back > 0).then(|| {
+            format!(
+                "qola build: {} output file(s) written again with the content they had: their mtimes are put back, so nothing that uses them rebuilds",
+                self.put_back
+            )
+        })
+    }
+}
+
 /// An output directory's record (see the module docs).
 #[derive(Debug)]
 pub(super) struct Ledger {

@@ -509,12 +509,8 @@ impl OutputBuild {
             &record,
             ledger.manifest_json(),
         )?;
-        let settled = ledger.settle(Moment::After)?;
-        if settled.put_back > 0 {
-            eprintln!(
-                "qola build: {} output file(s) written again with the content they had: their mtimes are put back, so nothing that uses them rebuilds",
-                settled.put_back
-            );
+        if let Some(notice) = ledger.settle(Moment::After)?.notice() {
+            eprintln!("{notice}");
         }
         Ok(BuildOutcome {
             record,

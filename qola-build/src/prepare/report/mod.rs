@@ -101,6 +101,8 @@ pub enum ReasonKind {
     FetchNeeded,
     /// Paths differ from the prepared state (skip: listed, not changed).
     Differs,
+    /// ck-jit's codegen hints, left applied by a ck-jit run that did not end, were undone.
+    CkJitHints,
 }
 
 /// Why an action was taken.

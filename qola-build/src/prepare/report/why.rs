@@ -146,6 +146,8 @@ pub(crate) enum Why {
     PatchReverted(Vec<String>),
     /// Paths differ from the prepared state (nothing else explains it), each with how.
     Differs(Vec<Difference>),
+    /// Paths hold ck-jit's codegen hints, left applied by a ck-jit run that did not end.
+    CkJitHints(Vec<String>),
     /// The tree already was the prepared state: only the stamp is written.
     Adopted,
     /// `status` cannot know without fetching.
@@ -265,6 +267,13 @@ impl Why {
                     )
                 ),
             ),
+            Why::CkJitHints(paths) => (
+                ReasonKind::CkJitHints,
+                format!(
+                    "ck-jit's codegen hints were left applied by a ck-jit run that did not end: undone in {}",
+                    name_some(paths, LIST_LIMIT)
+                ),
+            ),
             Why::Adopted => (
                 ReasonKind::Adopted,
                 "the tree already is the prepared state: adopted it, no file rewritten".to_string(),
@@ -348,6 +357,9 @@ mod tests {
                 path: path("csrc/qola_version.h"),
                 how: How::Unstaged,
             }]),
+            Why::CkJitHints(vec![path(
+                "3rdparty/composable_kernel/example/ck_tile/01_fmha/codegen/ops/fmha_fwd.py",
+            )]),
             Why::Adopted,
             Why::FetchNeeded(path("fetch `main` from https://h/aiter")),
         ]
@@ -375,6 +387,7 @@ mod tests {
             | Why::SubmoduleMissing(_)
             | Why::PatchReverted(_)
             | Why::Differs(_)
+            | Why::CkJitHints(_)
             | Why::Adopted
             | Why::FetchNeeded(_) => 1,
         };
@@ -383,7 +396,7 @@ mod tests {
             .map(|w| format!("{:?}", std::mem::discriminant(w)))
             .collect();
         assert_eq!(kinds.len(), examples.iter().map(count).sum::<usize>());
-        assert_eq!(kinds.len(), 19, "every kind of reason has one example");
+        assert_eq!(kinds.len(), 20, "every kind of reason has one example");
         for why in &examples {
             let message = why.reason().message;
             assert!(!message.trim().is_empty(), "{why:?}");
@@ -393,7 +406,7 @@ mod tests {
             assert!(!message.trim_end().ends_with(':'), "{why:?}: {message}");
             // What the reason is about is in its words.
             let about: Vec<String> = match why {
-                Why::PatchReverted(paths) => paths.clone(),
+                Why::PatchReverted(paths) | Why::CkJitHints(paths) => paths.clone(),
                 Why::Differs(d) => d.iter().map(|d| d.path.clone()).collect(),
                 Why::SubmoduleMissing(p) | Why::PatchAdded(p) | Why::PatchChanged(p) => {
                     vec![p.clone()]

@@ -28,8 +28,10 @@
 //! ahead-of-time build's link record of a library is removed when ck-jit relinks it, so a later
 //! build without ck-jit links its own again.
 
+mod hints;
 mod names;
 
+use hints::check_hints;
 use names::{cuid, named, object_name};
 
 use std::path::{Path, PathBuf};
@@ -458,34 +460,6 @@ fn problem(step: &str, why: &str) -> AiterError {
         step: step.to_string(),
         why: why.to_string(),
     }
-}
-
-/// An error when CK's API dispatchers carry none of ck-jit's hints while instances are given
-/// to the interceptor: ck-jit's patch to CK's generator is not applied, and the library would
-/// call kernels that are never compiled.
-fn check_hints(name: &str, taken: &[(PathBuf, Vec<String>)]) -> Result<()> {
-    let is_api = |p: &Path| {
-        p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("fmha_") && n.contains("_api."))
-    };
-    let (apis, instances): (Vec<&Path>, Vec<&Path>) = taken
-        .iter()
-        .map(|(p, _)| p.as_path())
-        .partition(|p| is_api(p));
-    if instances.is_empty() {
-        return Ok(());
-    }
-    for api in apis {
-        let text = std::fs::read_to_string(api).map_err(io_error("read", api))?;
-        if !text.contains("//jit_") {
-            return Err(problem(
-                &format!("{name}: CK's API dispatcher {}", api.display()),
-                "it has none of ck-jit's `//jit_kernel:` hints, so its rewrite would leave calls to kernels that are never compiled: ck-jit's codegen hints patch is not applied to this composable_kernel (ck_jit_build.py applies it; a patch that does not apply to this CK must be adapted to it)",
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn plural(n: usize) -> &'static str {

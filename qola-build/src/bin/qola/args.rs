@@ -42,6 +42,18 @@ pub(crate) enum Command {
     Cache(CacheCmd),
     /// Keys that sign prebuilt archives (minisign's format): make a pair, show a public key.
     Key(KeyCmd),
+    /// Make a TransformerEngine checkout build with the installed qola: QoLA's submodule
+    /// dropped (refused when it holds local edits), its patch series kept, and a forwarding
+    /// 3rdparty/QoLA/cmake/QoLA.cmake that includes the installed qola's.
+    SwitchTe(SwitchTeCmd),
+}
+
+/// `switch-te`.
+#[derive(Debug, Args)]
+pub(crate) struct SwitchTeCmd {
+    /// The TransformerEngine checkout [default: the current directory].
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `key`.

@@ -9,6 +9,7 @@
 mod args;
 mod exit;
 mod plan_words;
+mod switch_te;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ fn main() -> ExitCode {
         Command::Plan(c) => plan(&c),
         Command::Cache(c) => cache(&c),
         Command::Key(c) => key(&c),
+        Command::SwitchTe(c) => {
+            switch_te::switch_te(c.dir.as_deref().unwrap_or(std::path::Path::new(".")))
+        }
     }
 }
 

@@ -28,7 +28,8 @@
 //! | key unchanged, tree == prepared state | nothing: no file written, no mtime changed | `up-to-date` |
 //! | no local edits, but the key changed or the tree lost our patches (`reset --hard`, `checkout -- f`, HEAD moved) | prepare; the reasons name what changed: commit, patch added/changed/removed/renamed, manifest field, qola version, patch reverted in tree, HEAD moved | `resync` |
 //! | the tree already equals what the new key produces (e.g. `qola diff` output added to the series) | adopt it: write the stamp, rewrite no file | `resync` (reason `adopted`) |
-//! | local edits present | refuse, change nothing; list the edited paths (20 + a count) and the three ways on: `QOLA_SKIP_PREPARE=1`, `qola diff`, `QOLA_FORCE_PREPARE=1` | `refused` |
+//! | ck-jit's codegen hints left applied in composable_kernel by a ck-jit run that did not end (recognised by content, every variant ck-jit ships), nothing else changed | undo them (through the journal), say so naming the files, prepare; a ck-jit run still going is waited for (its lock) | `resync` (reason `ck-jit-hints`) |
+//! | local edits present (ck-jit's hints beside them included) | refuse, change nothing; list the edited paths (20 + a count) and the three ways on: `QOLA_SKIP_PREPARE=1`, `qola diff`, `QOLA_FORCE_PREPARE=1` | `refused` |
 //! | `QOLA_FORCE_PREPARE=1` | save local edits first (a patch under `.git/qola/backups/`, path printed), then prepare | `forced` |
 //!
 //! A path is a **local edit** only when its content, in the work tree or staged in the index,

@@ -89,7 +89,7 @@
 //! | `QOLA_COMPILER_LAUNCHER` | [`HipBuild`]: wraps every compile (`ccache`, `sccache`); `sccache` with a `[dist]` config compiles on an sccache-dist farm |
 //! | `SCCACHE_CONF`, `HOME` | [`HipBuild`] with `sccache`: sccache's config (default `$HOME/.config/sccache/config`), read for its `[dist]` section |
 //! | `QOLA_FARM_ROOT`, `QOLA_FARM_DRIVER` | [`HipBuild`] on a compile farm with a sandboxed toolchain: its root, and a command on this machine that runs its clang driver |
-//! | `NUM_JOBS` | [`HipBuild`]: compiles at once (Cargo sets it) |
+//! | `MAX_JOBS`, `NUM_JOBS` | [`HipBuild`] (every front door: build script, `qola build`, CMake, Python, ck-jit): compiles at once, by one precedence: `.jobs(n)`, else `MAX_JOBS` (PyTorch's and AITER's name; a whole number, 1 or more), else `NUM_JOBS` (Cargo's `-j`, in a build script), else the CPUs; Cargo's jobserver tokens and the memory cap (`QOLA_JOB_MEMORY_MB`) can only lower it |
 //! | `QOLA_JOB_MEMORY_MB` | [`HipBuild`]: memory one compile needs; compiles at once are capped to what `MemAvailable` holds (default: the peak measured last time, else [`HipBuild::memory_per_job`]) |
 //! | `CXXFLAGS`, `HOST_CXXFLAGS`/`TARGET_CXXFLAGS`, `CXXFLAGS_<target_with_underscores>`, `CXXFLAGS_<target>`, `CC_SHELL_ESCAPED_FLAGS` | [`HipBuild`]: extra flags, every one that is set, combined as `cc` 1.11 does |
 //! | `OUT_DIR` | [`HipBuild`]: where the library, its log and `repro.sh` go |

@@ -1111,3 +1111,115 @@ with_both_compilers! {
         assert_eq!((usage.units, usage.builds.len()), (0, 0), "records and history went too");
     }
 }
+
+/// A launcher that counts the compilers running at once, from outside qola: each call is
+/// counted in and out of `$COUNTING_DIR/running` (under `flock`), the most at once kept in
+/// `$COUNTING_DIR/max`; with `COUNTING_BARRIER=n` a compile waits until `n` have started, so a
+/// limit of `n` or more is seen whatever the machine's speed.
+const COUNTING_LAUNCHER: &str = r#"#!/bin/bash
+dir=$COUNTING_DIR
+add() {
+    exec 9>>"$dir/lock"
+    flock 9
+    local running=$(( $(cat "$dir/running" 2>/dev/null || echo 0) + $1 ))
+    echo "$running" > "$dir/running"
+    if [ "$running" -gt "$(cat "$dir/max" 2>/dev/null || echo 0)" ]; then echo "$running" > "$dir/max"; fi
+    if [ "$1" -gt 0 ]; then echo "$(( $(cat "$dir/started" 2>/dev/null || echo 0) + 1 ))" > "$dir/started"; fi
+    flock -u 9
+}
+compiling=0
+for word in "$@"; do [ "$word" = -c ] && compiling=1; done
+[ "$compiling" = 1 ] && add 1
+if [ "$compiling" = 1 ] && [ -n "$COUNTING_BARRIER" ]; then
+    while [ "$(cat "$dir/started")" -lt "$COUNTING_BARRIER" ]; do sleep 0.01; done
+fi
+"$@"
+status=$?
+[ "$compiling" = 1 ] && add -1
+exit $status
+"#;
+
+/// A build in a child process (`QOLA_TEST_CHILD`) of the project in `QOLA_TEST_DIR` with no job
+/// limit of its own: the environment's (`MAX_JOBS`) decides.
+#[test]
+fn child_build_without_a_job_limit() {
+    if !common::is_child() {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var_os("QOLA_TEST_DIR").unwrap());
+    let project = HipProject::create(&dir.join("src"));
+    let mut build = HipBuild::new();
+    build
+        .files(&project.sources)
+        .include(&project.include)
+        .arch("gfx90a")
+        .cache_dir(dir.join("cache"))
+        .out_dir(dir.join("out"))
+        .cargo_metadata(false);
+    let report = build.try_compile("demo").unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "\nqola-test-log {}",
+        std::fs::read_to_string(&report.log)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+    );
+}
+
+/// `MAX_JOBS`, as PyTorch and AITER read it, limits the compilers qola runs at once: counted
+/// from outside by a launcher around every compile, 2 at once with `MAX_JOBS=2` (each compile
+/// waits for the second, so the count does not depend on the machine's speed) and never more
+/// than 1 with `MAX_JOBS=1`; a value that is not a whole number of at least 1 is an error
+/// naming the variable and its value.
+#[test]
+fn max_jobs_limits_the_compilers_running_at_once_counted_from_outside() {
+    if !hipcc_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let launcher = tmp.path().join("counting-launcher");
+    std::fs::write(&launcher, COUNTING_LAUNCHER).unwrap();
+    qola_tests::run_ok(std::process::Command::new("chmod").arg("+x").arg(&launcher));
+    let run = |max_jobs: &str, barrier: Option<&str>| {
+        let dir = tmp.path().join(format!("max-jobs-{max_jobs}"));
+        let counting = dir.join("counting");
+        std::fs::create_dir_all(&counting).unwrap();
+        let mut command = common::child("child_build_without_a_job_limit");
+        qola_tests::without_caller_env(&mut command, &[], &["NUM_JOBS", "MAX_JOBS"]);
+        command
+            .env("QOLA_TEST_DIR", &dir)
+            .env("QOLA_COMPILER_LAUNCHER", &launcher)
+            .env("COUNTING_DIR", &counting)
+            .env("MAX_JOBS", max_jobs);
+        if let Some(n) = barrier {
+            command.env("COUNTING_BARRIER", n);
+        }
+        let out = command.output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let max = std::fs::read_to_string(counting.join("max")).unwrap_or_default();
+        (out.status.success(), said, max.trim().to_string())
+    };
+    let (ok, said, max) = run("2", Some("2"));
+    assert!(ok, "{said}");
+    assert_eq!(max, "2", "two at once with MAX_JOBS=2: {said}");
+    let (ok, said, max) = run("1", None);
+    assert!(ok, "{said}");
+    assert_eq!(max, "1", "{said}");
+    assert!(
+        said.contains("qola-test-log jobs: 1 at once: the job limit (MAX_JOBS=1"),
+        "{said}"
+    );
+    for bad in ["0", "abc"] {
+        let (ok, said, _) = run(bad, None);
+        assert!(!ok, "{said}");
+        assert!(
+            said.contains(&format!("MAX_JOBS=\"{bad}\" is not valid")),
+            "{said}"
+        );
+    }
+}

@@ -55,6 +55,7 @@ pub use report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport
 pub(crate) use resolve::DirectBuild;
 pub(crate) use resolve::Roots;
 pub(crate) use resolve::flag_variables;
+pub(crate) use resolve::job_limit;
 pub(crate) use timings::{
     where_written as where_timings_are, write_prebuilt as write_prebuilt_timings,
 };
@@ -337,7 +338,7 @@ impl HipBuild {
         self
     }
 
-    /// At most this many compiles at once (over `NUM_JOBS` and the CPU count).
+    /// At most this many compiles at once (over `MAX_JOBS`, `NUM_JOBS` and the CPU count).
     pub fn jobs(&mut self, jobs: usize) -> &mut HipBuild {
         self.jobs = Some(jobs);
         self

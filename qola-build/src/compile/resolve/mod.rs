@@ -91,20 +91,7 @@ impl Resolved {
             .map(String::from)
             .collect();
         let launcher = Launcher::decide(env, words, roots.dir())?;
-        let (limit, limit_source) =
-            Setting::argument(build.jobs.map(|n| (n, format!(".jobs({n})"))))
-                .environment(|| {
-                    let n: Option<usize> = env
-                        .var("NUM_JOBS")
-                        .ok()
-                        .flatten()
-                        .and_then(|n| n.parse().ok());
-                    Ok::<_, EnvError>(n.map(|n| (n, format!("NUM_JOBS={n}"))))
-                })?
-                .or(|| {
-                    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-                    (n, format!("{n} CPUs"))
-                });
+        let (limit, limit_source) = job_limit(env, build.jobs)?;
         let env_memory = env
             .parsed::<u64>(
                 "QOLA_JOB_MEMORY_MB",
@@ -365,4 +352,37 @@ impl Resolved {
         argv.extend(["-c".to_string(), name(&compiled)]);
         argv
     }
+}
+
+/// How many compiles may run at once, and which setting said so, by the one precedence: the
+/// argument (`.jobs(n)`, `qola build -j N`), then `MAX_JOBS` (PyTorch's and AITER's name, as TE's
+/// install docs use it), then `NUM_JOBS` (Cargo's `-j`, in a build script), then the CPUs. Cargo's
+/// jobserver and the memory cap (`run::memory`) can only lower it. `MAX_JOBS` must be a whole
+/// number of at least 1: AITER keeps 0 (ninja's "no limit") and a number it cannot read falls
+/// back to its default; qola names the variable and its value instead.
+pub(crate) fn job_limit(env: &Env, jobs: Option<usize>) -> Result<(usize, String)> {
+    Ok(Setting::argument(jobs.map(|n| (n, format!(".jobs({n})"))))
+        .environment(|| {
+            let Some(value) = env.var("MAX_JOBS")?.filter(|v| !v.trim().is_empty()) else {
+                return Ok(None);
+            };
+            match value.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(Some((n, format!("MAX_JOBS={n}")))),
+                _ => Err(EnvError {
+                    name: "MAX_JOBS".to_string(),
+                    value,
+                    expected:
+                        "a whole number of compiles at once, 1 or more (unset it for one per CPU)"
+                            .to_string(),
+                }),
+            }
+        })?
+        .environment_path(|| {
+            let n: usize = env.var("NUM_JOBS").ok().flatten()?.parse().ok()?;
+            Some((n, format!("NUM_JOBS={n}")))
+        })
+        .or(|| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (n, format!("{n} CPUs"))
+        }))
 }

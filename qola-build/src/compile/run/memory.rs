@@ -1,6 +1,6 @@
-//! How many compiles run at once: the smaller of the job limit (`.jobs()`, else `NUM_JOBS`, else
-//! the CPU count; Cargo's jobserver then hands out the tokens) and what the available memory
-//! holds. A composable_kernel unit needs close to a gigabyte, so on a machine with many cores and
+//! How many compiles run at once: the smaller of the job limit (`.jobs()`, else `MAX_JOBS`, else
+//! `NUM_JOBS`, else the CPU count; Cargo's jobserver then hands out the tokens) and what the
+//! available memory holds. A composable_kernel unit needs close to a gigabyte, so on a machine with many cores and
 //! little memory the jobserver alone would start more compilers than fit and the OOM killer would
 //! end the build.
 //!

@@ -220,7 +220,9 @@ impl CkJit {
             });
         }
         self.check_tmp_dir("compile the CK units")?;
-        self.intercept(&calls, &direct.toolchain, verbose)?;
+        // As many at once as any compile of the build (`MAX_JOBS`, `NUM_JOBS`, the CPUs).
+        let (workers, _) = crate::compile::job_limit(env, None)?;
+        self.intercept(&calls, &direct.toolchain, workers, verbose)?;
         objects.extend(calls.iter().map(|c| c.object.clone()));
         let link = build.shared_library().ok_or_else(|| {
             problem(
@@ -288,16 +290,16 @@ impl CkJit {
         (from != to).then(|| (from.to_string(), to.to_string()))
     }
 
-    /// Runs each of `calls` through the interceptor, as many at once as there are CPUs.
+    /// Runs each of `calls` through the interceptor, `workers` at once.
     fn intercept(
         &self,
         calls: &[Intercepted],
         toolchain: &HipToolchain,
+        workers: usize,
         verbose: bool,
     ) -> Result<()> {
         let next = AtomicUsize::new(0);
         let failure: Mutex<Result<()>> = Mutex::new(Ok(()));
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         std::thread::scope(|scope| {
             for _ in 0..workers.min(calls.len()) {
                 scope.spawn(|| {

@@ -55,13 +55,15 @@ fn qola_repository(dir: &Path) -> PathBuf {
     repo
 }
 
-/// A TransformerEngine-shaped checkout of `shape` in `dir`, QoLA's repository its submodule.
-fn te_checkout(shape: &str, dir: &Path, qola: &Path) -> PathBuf {
+/// A TransformerEngine-shaped checkout of `shape` in `dir`, `manifest` its
+/// `transformer_engine/common/qola_manifest.toml`, QoLA's repository its submodule.
+fn te_checkout(shape: &str, dir: &Path, qola: &Path, manifest: &str) -> PathBuf {
     let te = dir.join(shape);
     let source = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/te-shapes")
         .join(shape);
     qola_tests::run_ok(Command::new("cp").arg("-r").arg(&source).arg(&te));
+    qola_tests::write(&te, "transformer_engine/common/qola_manifest.toml", manifest);
     git(&te, &["init", "-q"]);
     git(&te, &["add", "-A"]);
     git(&te, &["commit", "-qm", "TE"]);
@@ -98,7 +100,9 @@ fn said(out: &std::process::Output) -> String {
 /// module written (and not again); each shape configures with the installed qola (here the
 /// repository's Python face on `PYTHONPATH`): TE's checkout and its ahead-of-time attention
 /// through QoLA's command line or functions, and, for the fixed path, the FP4 GEMM through
-/// `qola_add_modules`.
+/// `qola_add_modules`; ninja then takes the build files (the fixed path names the manifest a
+/// configure dependency through `..`, as TE e94d7e58 does, and qola's own entry for it does not
+/// clash).
 #[test]
 fn switch_te_makes_both_shapes_of_te_s_cmake_configure_with_the_installed_qola() {
     let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
@@ -109,6 +113,9 @@ fn switch_te_makes_both_shapes_of_te_s_cmake_configure_with_the_installed_qola()
     };
     let tmp = tempfile::tempdir().unwrap();
     let qola = qola_repository(tmp.path());
+    let Some(ninja) = qola_tests::tool("ninja", "ninja-build") else {
+        return;
+    };
     let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
         .set("namespace", "te")
         .archs(&["gfx942"])
@@ -118,10 +125,11 @@ fn switch_te_makes_both_shapes_of_te_s_cmake_configure_with_the_installed_qola()
         )
         .module("libgemm_a4w4_asm", "group = \"aiter_gemm\"\nmode = \"cpp_itfs\"\n")
         .write(tmp.path().join("qola_manifest.toml"));
+    let manifest = std::fs::read_to_string(&manifest).unwrap();
     let tree = fixtures_dir().join("aiter-narrow");
     let python_face = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python");
     for shape in ["nvte-qola-dir", "fixed-path"] {
-        let te = te_checkout(shape, tmp.path(), &qola);
+        let te = te_checkout(shape, tmp.path(), &qola, &manifest);
         let submodule = te.join("3rdparty/QoLA");
 
         std::fs::write(submodule.join("mine.txt"), "not QoLA's").unwrap();
@@ -164,11 +172,10 @@ fn switch_te_makes_both_shapes_of_te_s_cmake_configure_with_the_installed_qola()
         let mut configure = Command::new(&cmake);
         qola_tests::without_caller_env(&mut configure, &["NVTE_"], &["GPU_ARCHS", "PYTHONPATH"]);
         configure
-            .arg("-S")
+            .args(["-G", "Ninja", "-S"])
             .arg(te.join("transformer_engine/common"))
             .arg("-B")
             .arg(&build)
-            .arg(format!("-DQOLA_TEST_MANIFEST={}", manifest.display()))
             .arg(format!("-DQOLA_TEST_AITER_DIR={}", tree.display()))
             .env("PYTHONPATH", &python_face)
             .env("QOLA_EXECUTABLE", QOLA)
@@ -191,5 +198,6 @@ fn switch_te_makes_both_shapes_of_te_s_cmake_configure_with_the_installed_qola()
             );
         }
         assert!(!text.contains("QoLA's own"), "{text}");
+        qola_tests::run_ok(Command::new(&ninja).arg("-C").arg(&build).arg("-n"));
     }
 }

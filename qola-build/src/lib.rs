@@ -81,7 +81,7 @@
 //! | `QOLA_GIT` | the `git` used for clone and fetch (default: `git` on `PATH`) |
 //! | `XDG_CACHE_HOME`, `HOME` | locate the default cache |
 //! | `CARGO_MANIFEST_DIR` | locate the default manifest (build scripts only) |
-//! | `HIPCC`, `ROCM_PATH`, `HIP_PATH`, `PATH` | [`HipBuild`]: find the HIP compiler |
+//! | `HIPCC`, `ROCM_HOME`, `ROCM_PATH`, `HIP_PATH`, `PATH` | [`HipBuild`]: find the HIP compiler, in this order, then TheRock's `rocm-sdk path --root` (ROCm 7's Python packages: the `rocm-sdk` beside qola's executable, else on `PATH`), `hipcc` on `PATH`, `/opt/rocm/core/bin/hipcc`, `/opt/rocm/bin/hipcc`; a variable naming a ROCm without `bin/hipcc` is an error (docs/hip.md) |
 //! | `CK_JIT_TMP_DIR`, `CK_JIT_HIPCC`, `CK_JIT_AITER_DIR` | [`OutputBuild`] (`qola build` under ROCm's ck-jit, which sets them): with `CK_JIT_TMP_DIR` set, the `libmha_{fwd,bwd}` libraries are built for ck-jit: CK instances through its interceptor (`$ROCM_PATH/bin/hipcc`), everything else and every probe with `CK_JIT_HIPCC`, paths in the tree named as `CK_JIT_AITER_DIR` names it; `HIPCC` is not used (see docs/qola-build.md, "CK-JIT") |
 //! | `QOLA_GPU_ARCHS`, `GPU_ARCHS` | [`HipBuild`]: GPU architectures (`native` = this machine's); `QOLA_GPU_ARCHS` over the manifest's, which are over `GPU_ARCHS` (QoLA's order) |
 //! | `QOLA_BUILD_GROUPS`, `QOLA_PREBUILT_DIR_<GROUP>`, `QOLA_AITER_SOURCE_DIR` | [`OutputBuild`] (`qola build`): groups to build, a group's prebuilt libraries, a tree to build as it is |

@@ -95,6 +95,7 @@ impl BuildScript {
             api,
             &self.env(),
             crate::aiter::CkInstances::InGeneratorDir,
+            crate::aiter::Refusals::Stop,
         )
     }
 

@@ -540,6 +540,7 @@ fn a_missing_compiler_says_where_it_looked_and_how_to_install_one() {
     let out = common::child("a_missing_compiler_says_where_it_looked_and_how_to_install_one")
         .env("PATH", "/nonexistent")
         .env_remove("HIPCC")
+        .env_remove("ROCM_HOME")
         .env_remove("ROCM_PATH")
         .env_remove("HIP_PATH")
         .output()
@@ -547,14 +548,97 @@ fn a_missing_compiler_says_where_it_looked_and_how_to_install_one() {
     let text = String::from_utf8_lossy(&out.stdout);
     for needle in [
         "ERROR: no HIP compiler found",
+        "$ROCM_HOME/bin/hipcc",
+        "$ROCM_PATH/bin/hipcc",
+        "`rocm-sdk path --root`",
         "hipcc on PATH",
+        "/opt/rocm/core/bin/hipcc",
         "/opt/rocm/bin/hipcc",
-        "HIPCC",
-        "ROCM_PATH",
+        "set ROCM_HOME",
         "apt-get install hipcc libamdhip64-dev rocm-device-libs",
     ] {
         assert!(text.contains(needle), "{needle}: {text}");
     }
+}
+
+/// ROCm found where PyTorch, AITER and ROCm 7 put it, in a child process with no `HIPCC`: a
+/// `ROCM_HOME` whose `bin/hipcc` is the stand-in compiler compiles the project (before
+/// `ROCM_PATH`); without the variables, TheRock's `rocm-sdk path --root` (a stand-in on `PATH`)
+/// names the root, before `PATH`'s own hipcc; a `ROCM_HOME` without a compiler and a `rocm-sdk`
+/// that fails are errors naming them.
+#[test]
+fn rocm_home_and_rocm_sdk_name_the_rocm_whose_hipcc_compiles() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("rocm");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::os::unix::fs::symlink(qola_tests::fake_hipcc(), root.join("bin/hipcc")).unwrap();
+    let sdk_bin = tmp.path().join("venv/bin");
+    std::fs::create_dir_all(&sdk_bin).unwrap();
+    let rocm_sdk = |answer: &str| {
+        std::fs::write(sdk_bin.join("rocm-sdk"), format!("#!/bin/sh\n{answer}\n")).unwrap();
+        qola_tests::run_ok(
+            std::process::Command::new("chmod")
+                .arg("+x")
+                .arg(sdk_bin.join("rocm-sdk")),
+        );
+    };
+    let path = format!(
+        "{}:{}",
+        sdk_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let build = |vars: &[(&str, &Path)], name: &str| {
+        let mut command = common::child("child_build_without_a_job_limit");
+        qola_tests::without_caller_env(
+            &mut command,
+            &[],
+            &["HIPCC", "ROCM_HOME", "ROCM_PATH", "HIP_PATH"],
+        );
+        command
+            .env("QOLA_TEST_DIR", tmp.path().join(name))
+            .env("PATH", &path);
+        for (var, value) in vars {
+            command.env(var, value);
+        }
+        let out = command.output().unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let fake = "HIP 0.0.0-qola-fake";
+    let empty = tmp.path().join("not-rocm");
+    std::fs::create_dir_all(&empty).unwrap();
+    rocm_sdk("exit 7");
+    let (ok, said) = build(&[("ROCM_HOME", &root), ("ROCM_PATH", &empty)], "home");
+    assert!(ok && said.contains(fake), "{said}");
+    let (ok, said) = build(
+        &[("ROCM_HOME", &empty), ("ROCM_PATH", &root)],
+        "no-compiler",
+    );
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!(
+            "ROCM_HOME={}: there is no {}/bin/hipcc",
+            empty.display(),
+            empty.display()
+        )),
+        "{said}"
+    );
+    rocm_sdk(&format!("echo {}", root.display()));
+    let (ok, said) = build(&[], "rocm-sdk");
+    assert!(ok && said.contains(fake), "before PATH's hipcc: {said}");
+    rocm_sdk("echo 'ERROR: Could not load the rocm[devel] package' >&2; exit 1");
+    let (ok, said) = build(&[], "failing-rocm-sdk");
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("rocm-sdk path --root`: it failed") && said.contains("rocm[devel]"),
+        "{said}"
+    );
 }
 
 /// In a child test process: the demo project created under `QOLA_TEST_DIR`, built for gfx90a

@@ -591,6 +591,116 @@ fn architectures_come_from_arch_then_the_manifest_then_gpu_archs() {
     );
 }
 
+/// AITER's gfx-conditional flags follow the architecture its `get_gfx()` picks, the last of
+/// those given: at 05a0d1f `core.py` adds `-D__Float4_e2m1fn_x2` for gfx950, so TE's default
+/// `gfx942;gfx950` gets it on every unit and `gfx950;gfx942` does not; the compiles target both,
+/// in one order, either way.
+#[test]
+fn aiter_s_conditional_flags_follow_the_last_architecture_given_as_aiter_picks_it() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let te = manifest(tmp.path(), &real, "te", "");
+    let plan = |archs: &str| {
+        let mut command = qola("plan", &hipcc, &te, &tmp.path().join("out"));
+        command.args(["--json", "--arch", archs]);
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{archs}: {}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let module = &json["modules"][0];
+        let fp4 = module["core_flags"]["flags_hip"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "-D__Float4_e2m1fn_x2");
+        (fp4, module["compile"]["archs"].clone())
+    };
+    let both = serde_json::json!(["gfx942", "gfx950"]);
+    assert_eq!(plan("gfx942;gfx950"), (true, both.clone()));
+    assert_eq!(plan("gfx950;gfx942"), (false, both));
+}
+
+/// A plan is how one looks at what a build would do, with a compiler the tree cannot use too:
+/// with Debian's HIP 5.2 (too old for composable_kernel, and without gfx942) `qola plan` runs the
+/// generators and shows what it can (generators, code objects, library key), says the build
+/// would be refused and why (`refused` in the JSON, and why the compiles cannot be planned), and
+/// exits 1.
+#[test]
+fn a_plan_with_a_compiler_the_tree_cannot_use_is_made_as_far_as_it_can_and_names_the_refusal() {
+    let Some(real) = qola_tests::real_aiter() else {
+        return;
+    };
+    if !qola_tests::hipcc_available() {
+        return;
+    }
+    let hipcc = which_hipcc();
+    let version = qola_tests::run_ok(Command::new(&hipcc).arg("--version"));
+    if !version.contains("HIP version: 5.") {
+        assert!(
+            !qola_tests::in_ci(),
+            "CI: Debian's hipcc (HIP 5.2) on PATH: {version}"
+        );
+        eprintln!("skipping: the hipcc on PATH is not Debian's HIP 5.2: {version}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let te = manifest(tmp.path(), &real, "te", "");
+    let run = |json: bool| {
+        let mut command = qola("plan", &hipcc, &te, &tmp.path().join("out"));
+        if json {
+            command.arg("--json");
+        }
+        command.output().unwrap()
+    };
+    let out = run(false);
+    let (said, words) = (
+        stderr(&out),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(
+            "qola plan: the build would be refused: composable_kernel needs HIP >= 6.0; found 5.2"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("no compile plan with this compiler"),
+        "{said}"
+    );
+    assert!(
+        words.starts_with("qola plan: te_libmha_fwd: 3 generators, 32 hsa code objects"),
+        "{words}"
+    );
+    let out = run(true);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        json["refused"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("composable_kernel needs HIP >= 6.0"),
+        "{json}"
+    );
+    assert!(json["modules"][0]["compile"].is_null(), "{json}");
+    assert_eq!(
+        json["modules"][0]["generators"].as_array().unwrap().len(),
+        3
+    );
+}
+
+/// The hipcc on `PATH` (Debian's in CI).
+fn which_hipcc() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join("hipcc"))
+                .find(|p| p.is_file())
+        })
+        .expect("hipcc on PATH")
+}
+
 #[test]
 fn another_rocm_than_the_manifest_lists_is_a_warning_and_with_require_rocm_an_error() {
     let Some((real, hipcc, tmp, out)) = start("rocm-versions") else {

@@ -63,7 +63,11 @@ fn te_checkout(shape: &str, dir: &Path, qola: &Path, manifest: &str) -> PathBuf 
         .join("tests/te-shapes")
         .join(shape);
     qola_tests::run_ok(Command::new("cp").arg("-r").arg(&source).arg(&te));
-    qola_tests::write(&te, "transformer_engine/common/qola_manifest.toml", manifest);
+    qola_tests::write(
+        &te,
+        "transformer_engine/common/qola_manifest.toml",
+        manifest,
+    );
     git(&te, &["init", "-q"]);
     git(&te, &["add", "-A"]);
     git(&te, &["commit", "-qm", "TE"]);

@@ -54,7 +54,7 @@ pub use module::{
     AiterModule, AiterModuleSpec, Batch, CK_UNIT_MEMORY, EmbeddedHsa, Generated,
     check_ck_toolchain, ck_filter, embed_hsa, prepare_module,
 };
-pub(crate) use module::{CkInstances, ck_filter_in, generator_python};
+pub(crate) use module::{CkInstances, Refusals, ck_filter_in, generator_python};
 pub use output::{
     BuildOutcome, BuildPlan, BuildRecord, GeneratorPlan, ModulePlan, ModuleRecord, OutputBuild,
     Summary, check_groups,

@@ -14,10 +14,22 @@ pub enum CompileError {
     Failure(#[from] crate::common::failure::Failure),
 
     /// No HIP compiler was found.
-    #[error("no HIP compiler found (looked at: {}): set HIPCC to hipcc or to a clang++/amdclang++ with HIP support, or ROCM_PATH/HIP_PATH to a ROCm install; on Debian: `apt-get install hipcc libamdhip64-dev rocm-device-libs`, elsewhere install ROCm (https://rocm.docs.amd.com)", looked.join(", "))]
+    #[error("no HIP compiler found (looked at: {}): set ROCM_HOME (or ROCM_PATH) to a ROCm install, or HIPCC to hipcc or to a clang++/amdclang++ with HIP support; with ROCm 7's Python packages, install `rocm[devel]` in the Python qola runs from or name its root (ROCM_HOME=\"$(rocm-sdk path --root)\"); on Debian: `apt-get install hipcc libamdhip64-dev rocm-device-libs`, elsewhere install ROCm (https://rocm.docs.amd.com)", looked.join(", "))]
     NoHipCompiler {
         /// Every place looked at, in order.
         looked: Vec<String>,
+    },
+
+    /// A place named for ROCm holds no HIP compiler: a variable naming a directory without
+    /// `bin/hipcc`, or TheRock's `rocm-sdk` failing to answer.
+    #[error("{place}: {why}; {fix}")]
+    RocmNotThere {
+        /// The variable and its value (`ROCM_HOME=/opt/x`), or the command asked.
+        place: String,
+        /// What is wrong there.
+        why: String,
+        /// What fixes it.
+        fix: String,
     },
 
     /// The HIP compiler found cannot be used.
@@ -132,6 +144,7 @@ impl CompileError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             CompileError::NoHipCompiler { .. }
+            | CompileError::RocmNotThere { .. }
             | CompileError::HipCompilerUnusable { .. }
             | CompileError::NoGpuArch
             | CompileError::RejectedFlags { .. }

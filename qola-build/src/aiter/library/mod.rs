@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::aiter::Result;
 use crate::aiter::module::CkInstances;
-use crate::aiter::module::{AiterModule, AiterModuleSpec, prepare_module_in};
+use crate::aiter::module::{AiterModule, AiterModuleSpec, Refusals, prepare_module_in};
 use crate::aiter::module::{EmbeddedHsa, HsaForm, absent_hsa, embed_hsa, embed_hsa_map};
 use crate::aiter::recipe::AiterPaths;
 use crate::build_script::{Directives, Env};
@@ -125,18 +125,20 @@ pub fn library(spec: &AiterModuleSpec, api: &Api) -> Result<AiterLibrary> {
         api,
         &Env::new(&directives),
         CkInstances::InGeneratorDir,
+        Refusals::Stop,
     )
 }
 
 /// [`library`] in the context `env` of the build that asks, CK's instances generated where
-/// `ck_instances` says.
+/// `ck_instances` says, the compiler's refusals dealt with as `refusals` says.
 pub(crate) fn library_in(
     spec: &AiterModuleSpec,
     api: &Api,
     env: &Env,
     ck_instances: CkInstances,
+    refusals: Refusals,
 ) -> Result<AiterLibrary> {
-    let module = prepare_module_in(spec, env, ck_instances)?;
+    let module = prepare_module_in(spec, env, ck_instances, refusals)?;
     let work = spec.gen_dir.join(&module.recipe.name);
     // The manifest's, else the kernels the module's sources include the configs of, else the
     // ones qola knows the module loads (trees that generate their API sources, AITER 05a0d1f).

@@ -96,7 +96,7 @@ pub(super) fn flags_for(
     toolchain: &HipToolchain,
     env: &Env,
 ) -> Result<(Vec<String>, Vec<String>, recipe::CoreFlags)> {
-    let arch = spec.archs.first().cloned().unwrap_or_default();
+    let arch = recipe::aiter_gfx(spec.archs).to_string();
     // What the tree's own core.py gives the module (see `recipe::core_flags`).
     let core = recipe::core_flags(paths, recipe, spec.archs, toolchain, spec.cache, env)?;
     let mut candidates: Vec<String> = vec!["-DWITH_HIP".into(), "-fPIC".into()];

@@ -33,23 +33,9 @@ use crate::manifest::Module;
 /// The oldest HIP whose clang compiles composable_kernel's tile code.
 const MIN_CK_HIP: (u32, u32) = (6, 0);
 
-/// `(major, minor, patch)` of a `HIP version:` string such as `6.4.43484-9999`.
-pub(crate) fn hip_version(toolchain: &HipToolchain) -> Option<(u32, u32, u32)> {
-    let text = toolchain.hip_version.as_deref()?;
-    let mut parts = text
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|p| !p.is_empty())
-        .map(|p| p.parse::<u32>().ok());
-    Some((
-        parts.next()??,
-        parts.next()??,
-        parts.next().flatten().unwrap_or(0),
-    ))
-}
-
 /// Fails with one clear line when the compiler is too old for composable_kernel.
 pub fn check_ck_toolchain(toolchain: &HipToolchain) -> Result<()> {
-    let found = hip_version(toolchain);
+    let found = toolchain.hip_release();
     match found {
         Some((major, minor, _)) if (major, minor) >= MIN_CK_HIP => Ok(()),
         _ => Err(AiterError::ToolchainTooOld {
@@ -187,13 +173,46 @@ impl AiterModuleSpec<'_> {
     }
 }
 
+/// What becomes of the compiler's refusals (too old for composable_kernel, older than the ROCm
+/// the tree's sources need): an error before anything is generated, or, for a plan, a note (the
+/// plan is made as far as it can be, and says the build would be refused and why).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Refusals<'a> {
+    /// An error.
+    Stop,
+    /// Noted here; preparing goes on.
+    Note(&'a std::cell::RefCell<Vec<String>>),
+}
+
+impl Refusals<'_> {
+    /// `refused`, stopped or noted.
+    fn deal(self, refused: Result<()>) -> Result<()> {
+        match (self, refused) {
+            (Refusals::Note(notes), Err(e)) => {
+                let why = e.to_string();
+                let mut notes = notes.borrow_mut();
+                if !notes.contains(&why) {
+                    notes.push(why);
+                }
+                Ok(())
+            }
+            (_, refused) => refused,
+        }
+    }
+}
+
 /// Prepares a module: checks the compiler is new enough for composable_kernel, evaluates the
 /// recipe with the manifest's overrides and CK filters (`recipe_of`), runs (or reuses) the
 /// code generators into `gen_dir` (`generate`), and chooses AITER's includes and flags for
 /// this compiler (`includes_of`, `flags_for`).
 pub fn prepare_module(spec: &AiterModuleSpec) -> Result<AiterModule> {
     let directives = crate::build_script::Directives::new(spec.cargo_metadata);
-    prepare_module_in(spec, &Env::new(&directives), CkInstances::InGeneratorDir)
+    prepare_module_in(
+        spec,
+        &Env::new(&directives),
+        CkInstances::InGeneratorDir,
+        Refusals::Stop,
+    )
 }
 
 /// The composable_kernel filter of `module` (CK's `--filter`) in a build script:
@@ -242,6 +261,7 @@ pub(crate) fn prepare_module_in(
     spec: &AiterModuleSpec,
     env: &Env,
     ck_instances: CkInstances,
+    refusals: Refusals,
 ) -> Result<AiterModule> {
     let toolchain = HipToolchain::resolve(env, spec.toolchain, spec.compiler)?;
     if let Some(entry) = spec.registry().entry(&spec.module.name)
@@ -255,12 +275,8 @@ pub(crate) fn prepare_module_in(
             registry: entry.file.clone(),
         });
     }
-    let paths = AiterPaths::new(
-        spec.root,
-        spec.archs.first().map_or("", String::as_str),
-        env,
-    )?
-    .merging_tables_in(spec.cache);
+    let paths = AiterPaths::new(spec.root, recipe::aiter_gfx(spec.archs), env)?
+        .merging_tables_in(spec.cache);
     let (mut recipe, mut warnings, ck_enabled) = recipe_of(spec, &paths, env)?;
     if paths.meta != paths.root {
         warnings.push(format!(
@@ -281,14 +297,14 @@ pub(crate) fn prepare_module_in(
             )
         })?,
     };
-    check_ck_toolchain(&toolchain)?;
-    recipe::check_rocm_needs(
+    refusals.deal(check_ck_toolchain(&toolchain))?;
+    refusals.deal(recipe::check_rocm_needs(
         &paths.meta,
         &toolchain,
-        spec.archs.first().map_or("", String::as_str),
+        recipe::aiter_gfx(spec.archs),
         spec.cache,
         &spec.gen_dir.join("qola-flag-probe"),
-    )?;
+    ))?;
     let third_party =
         third_party::includes(spec.root, &recipe.third_party, env).map_err(|why| {
             key_error(

@@ -39,6 +39,7 @@ pub use select::check_groups;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::aiter::Refusals;
 use crate::aiter::library::{AiterLibrary, Api, library_in};
 use crate::aiter::module::AiterModuleSpec;
 use crate::aiter::module::CkInstances;
@@ -263,7 +264,7 @@ impl OutputBuild {
     /// `[qola] rocm_versions` against the compiler: an error with [`OutputBuild::require_rocm`],
     /// else a warning.
     fn check_rocm(&self, manifest: &Manifest, toolchain: &HipToolchain) -> Result<Option<String>> {
-        match rocm_mismatch(manifest, toolchain) {
+        match crate::aiter::recipe::rocm_versions_mismatch(manifest, toolchain) {
             None => Ok(None),
             Some(mismatch) if self.require_rocm => Err(mismatch),
             Some(mismatch) => Ok(Some(format!(
@@ -338,7 +339,13 @@ impl OutputBuild {
 
     /// A selected module assembled as a library ([`library`]): QoLA's C++ API, the output
     /// directory's layout, qola's cache. A `pybind` module is an error (it needs PyTorch).
-    fn assemble(&self, env: &Env, ctx: &Inputs, s: &Selected) -> Result<AiterLibrary> {
+    fn assemble(
+        &self,
+        env: &Env,
+        ctx: &Inputs,
+        s: &Selected,
+        refusals: Refusals,
+    ) -> Result<AiterLibrary> {
         let mode = s.module.mode.or(self.mode).or(ctx.manifest.build.mode);
         if mode == Some(BuildMode::Pybind) {
             return Err(AiterError::InvalidOption {
@@ -370,7 +377,7 @@ impl OutputBuild {
             namespace: ctx.namespace.clone(),
             include: self.output_dir.join("include"),
         };
-        let mut lib = library_in(&spec, &api, env, ck_instances)?;
+        let mut lib = library_in(&spec, &api, env, ck_instances, refusals)?;
         lib.build
             .cache_dir(&ctx.cache)
             // The public headers are under the output directory: by name, the same for `-o A`
@@ -420,7 +427,7 @@ impl OutputBuild {
             true => {
                 self.prepare_tree(&env, &mut ctx)?;
                 // A ROCm too old for the tree stops the build before anything is written.
-                let arch = ctx.archs.first().map_or("", String::as_str);
+                let arch = crate::aiter::recipe::aiter_gfx(&ctx.archs);
                 let paths = crate::aiter::AiterPaths::new(&ctx.root, arch, &env)?;
                 crate::aiter::recipe::check_rocm_needs(
                     &paths.meta,
@@ -534,7 +541,7 @@ impl OutputBuild {
                 ..Built::default()
             });
         }
-        let mut lib = self.assemble(env, ctx, s)?;
+        let mut lib = self.assemble(env, ctx, s, Refusals::Stop)?;
         for warning in &lib.module.warnings {
             eprintln!("qola: warning: {}: {warning}", s.md_name);
         }
@@ -566,35 +573,4 @@ impl OutputBuild {
             written: report.library_written,
         })
     }
-}
-
-/// `[qola] rocm_versions` against the compiler: `None` when the list is empty or the compiler's
-/// HIP version starts with one of them, else the mismatch.
-fn rocm_mismatch(manifest: &Manifest, toolchain: &HipToolchain) -> Option<AiterError> {
-    let wanted = &manifest.qola.rocm_versions;
-    if wanted.is_empty() {
-        return None;
-    }
-    let found = crate::aiter::module::hip_version(toolchain);
-    let matches = |w: &str| {
-        let Some((major, minor, patch)) = found else {
-            return false;
-        };
-        let parts: Vec<&str> = w.split('.').collect();
-        [major, minor, patch]
-            .iter()
-            .zip(&parts)
-            .all(|(have, want)| want.parse::<u32>().is_ok_and(|w| w == *have))
-    };
-    if wanted.iter().any(|w| matches(w)) {
-        return None;
-    }
-    Some(AiterError::RocmVersion {
-        manifest: manifest.path.clone(),
-        wanted: wanted.clone(),
-        found: found.map_or("an unknown HIP version".to_string(), |(a, b, c)| {
-            format!("{a}.{b}.{c}")
-        }),
-        compiler: toolchain.path.clone(),
-    })
 }

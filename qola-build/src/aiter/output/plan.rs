@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::OutputBuild;
 use super::ck_jit::CkJit;
+use crate::aiter::Refusals;
 use crate::aiter::Result;
 use crate::aiter::module::Generated;
 use crate::aiter::prebuilt::LibraryKey;
@@ -51,6 +52,10 @@ pub struct BuildPlan {
     /// What the build would warn about (the tree, the compiler's version, manifest keys that
     /// select nothing in this tree).
     pub warnings: Vec<String>,
+    /// Why the build would be refused before it compiles (the compiler too old for
+    /// composable_kernel, or for the ROCm the tree's sources need), each once; empty when it
+    /// would not be. The plan is made as far as it can be all the same.
+    pub refused: Vec<String>,
 }
 
 /// One module of a plan: what `qola build` would run for it.
@@ -74,8 +79,9 @@ pub struct ModulePlan {
     /// composable_kernel's instances compiled together: each batch's file (a unit of
     /// `compile`) and the instances it holds (`QOLA_BATCH`).
     pub batches: Vec<crate::aiter::Batch>,
-    /// The compiles and the link.
-    pub compile: CompilePlan,
+    /// The compiles and the link; `None` only in a plan of a build that would be refused, when
+    /// the compiler cannot plan them either (why: in the plan's warnings).
+    pub compile: Option<CompilePlan>,
     /// The library key (`--prebuilt`, `--publish`) and its inputs, or why there is none.
     pub library_key: LibraryKey,
 }
@@ -104,9 +110,22 @@ impl OutputBuild {
             ));
         }
         let mut plans = Vec::new();
+        let refused = std::cell::RefCell::new(Vec::new());
         for (s, library_key) in selected.into_iter().zip(keys) {
-            let lib = self.assemble(&env, &ctx, &s)?;
-            let compile = lib.build.plan_in(&s.md_name, &env)?;
+            let lib = self.assemble(&env, &ctx, &s, Refusals::Note(&refused))?;
+            let compile = match lib.build.plan_in(&s.md_name, &env) {
+                Ok(compile) => Some(compile),
+                // The compiler the build would refuse cannot plan the compiles either: the plan
+                // shows the rest.
+                Err(e) if !refused.borrow().is_empty() => {
+                    warnings.push(format!(
+                        "{}: no compile plan with this compiler: {e}",
+                        s.md_name
+                    ));
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            };
             warnings.extend(
                 lib.module
                     .warnings
@@ -134,6 +153,7 @@ impl OutputBuild {
         Ok(BuildPlan {
             modules: plans,
             warnings,
+            refused: refused.into_inner(),
         })
     }
 }

@@ -127,7 +127,7 @@ pub(crate) fn core_flags(
     let request = Request {
         core_py: &core_py,
         hipcc: &toolchain.path,
-        arch: archs.first().map_or("", String::as_str),
+        arch: super::aiter_gfx(archs),
         archs,
         hip_version: toolchain.hip_version.as_deref().unwrap_or("0.0.0"),
         extra_include: &recipe.extra_include,

@@ -23,7 +23,7 @@ pub(crate) use command::{ck_direction, generator_argv, option_value, with_ck_fil
 pub use core_flags::CoreFlags;
 pub(crate) use core_flags::core_flags;
 use evaluate::{Eval, Evaluator};
-pub(crate) use rocm_needs::check as check_rocm_needs;
+pub(crate) use rocm_needs::{check as check_rocm_needs, rocm_versions_mismatch};
 
 use crate::aiter::AiterError;
 use crate::build_script::Env;
@@ -218,6 +218,14 @@ impl ModuleRecipe {
     }
 }
 
+/// The architecture AITER's `get_gfx()` picks among several: the last entry of `GPU_ARCHS`, in
+/// the order given (`gfx942;gfx950` picks gfx950). Its gfx-conditional flags (`core.py`'s
+/// `-D__Float4_e2m1fn_x2`, `-DAITER_ENABLE_CLUSTER_LAUNCH`) and `hsa/<arch>` follow it, at every
+/// pin qola reads (05a0d1f to a50a62a).
+pub(crate) fn aiter_gfx(archs: &[String]) -> &str {
+    archs.last().map_or("", String::as_str)
+}
+
 /// Reads `aiter/jit/optCompilerConfig.json` from the prepared tree at `paths.root` and evaluates
 /// the entry `module`, with the fields of `overrides` (a manifest's) replacing the entry's.
 pub(crate) fn load(
@@ -338,7 +346,11 @@ pub(crate) fn load(
             .into_iter()
             .map(PathBuf::from)
             .collect(),
-        blob_gen_cmd: strings("blob_gen_cmd")?,
+        // An empty command runs no generator, as in AITER (`if blob_gen_cmd:`).
+        blob_gen_cmd: strings("blob_gen_cmd")?
+            .into_iter()
+            .filter(|cmd| !cmd.trim().is_empty())
+            .collect(),
         hsa_kernels: Vec::new(),
     })
 }
@@ -502,6 +514,29 @@ mod tests {
                 && e.to_string()
                     .contains("m_qola_t_tuned.csv has a quoted field"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn an_empty_generator_command_runs_no_generator_as_in_aiter() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("tree");
+        std::fs::create_dir_all(root.join("aiter/jit")).unwrap();
+        std::fs::write(
+            root.join("aiter/jit/optCompilerConfig.json"),
+            r#"{"module_none": {"srcs": [], "blob_gen_cmd": "''"},
+                "module_some": {"srcs": [], "blob_gen_cmd": ["''", "f'{AITER_CSRC_DIR}/gen.py --out {{}}'"]}}"#,
+        )
+        .unwrap();
+        let directives = crate::build_script::Directives::new(false);
+        let env = Env::new(&directives);
+        let paths = AiterPaths::new(&root, "gfx942", &env).unwrap();
+        let none = load(&paths, "module_none", &BTreeMap::new(), &env).unwrap();
+        assert_eq!(none.blob_gen_cmd, Vec::<String>::new());
+        let some = load(&paths, "module_some", &BTreeMap::new(), &env).unwrap();
+        assert_eq!(
+            some.blob_gen_cmd,
+            vec![format!("{}/csrc/gen.py --out {{}}", root.display())]
         );
     }
 

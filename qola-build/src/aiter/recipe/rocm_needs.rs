@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::aiter::{AiterError, Result};
 use crate::compile::HipToolchain;
+use crate::manifest::Manifest;
 
 /// HIP names AITER's headers use, with the ROCm that has them: `hipDeviceAttributePciChipId`
 /// (AITER's `get_pci_chip_id`, since 7a24cd87) is absent from HIP 6.4.3 and present in
@@ -54,4 +55,35 @@ pub(crate) fn check(
         }
     }
     Ok(())
+}
+
+/// `[qola] rocm_versions` against the compiler: `None` when the list is empty or the compiler's
+/// HIP version starts with one of them, else the mismatch.
+pub(crate) fn rocm_versions_mismatch(manifest: &Manifest, toolchain: &HipToolchain) -> Option<AiterError> {
+    let wanted = &manifest.qola.rocm_versions;
+    if wanted.is_empty() {
+        return None;
+    }
+    let found = toolchain.hip_release();
+    let matches = |w: &str| {
+        let Some((major, minor, patch)) = found else {
+            return false;
+        };
+        let parts: Vec<&str> = w.split('.').collect();
+        [major, minor, patch]
+            .iter()
+            .zip(&parts)
+            .all(|(have, want)| want.parse::<u32>().is_ok_and(|w| w == *have))
+    };
+    if wanted.iter().any(|w| matches(w)) {
+        return None;
+    }
+    Some(AiterError::RocmVersion {
+        manifest: manifest.path.clone(),
+        wanted: wanted.clone(),
+        found: found.map_or("an unknown HIP version".to_string(), |(a, b, c)| {
+            format!("{a}.{b}.{c}")
+        }),
+        compiler: toolchain.path.clone(),
+    })
 }

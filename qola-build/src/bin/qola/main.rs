@@ -252,12 +252,19 @@ fn plan(c: &BuildCmd) -> ExitCode {
     }
     if c.prepare.json {
         print_json(&serde_json::to_value(&plan).expect("a plan always serializes"));
-        return ExitCode::SUCCESS;
+    } else {
+        for module in &plan.modules {
+            print!("{}", plan_words::module(module));
+        }
     }
-    for module in &plan.modules {
-        print!("{}", plan_words::module(module));
+    // The plan as far as it could be made, and the build's refusal: an error's status.
+    for why in &plan.refused {
+        eprintln!("qola plan: the build would be refused: {why}");
     }
-    ExitCode::SUCCESS
+    match plan.refused.is_empty() {
+        true => ExitCode::SUCCESS,
+        false => exit::status(exit::ERROR),
+    }
 }
 
 fn key(c: &KeyCmd) -> ExitCode {

@@ -11,7 +11,17 @@ use qola_build::{ModulePlan, PlannedJob};
 /// The words for one module, each line ended.
 pub(crate) fn module(module: &ModulePlan) -> String {
     let mut out = String::new();
-    let units = &module.compile.units;
+    let Some(compile) = &module.compile else {
+        let _ = writeln!(
+            out,
+            "qola plan: {}: {} generators, {} hsa code objects; no compile plan with this compiler (see the warnings)",
+            module.md_name,
+            module.generators.len(),
+            module.hsa_blobs,
+        );
+        return out;
+    };
+    let units = &compile.units;
     let cached = units.iter().filter(|u| u.cached).count();
     let _ = writeln!(
         out,
@@ -20,7 +30,7 @@ pub(crate) fn module(module: &ModulePlan) -> String {
         module.generators.len(),
         units.len(),
         module.hsa_blobs,
-        module.compile.link.len()
+        compile.link.len()
     );
     let _ = match &module.library_key {
         LibraryKey::Key { key, inputs } => writeln!(
@@ -40,7 +50,7 @@ pub(crate) fn module(module: &ModulePlan) -> String {
     let jobs = units
         .iter()
         .flat_map(|u| &u.jobs)
-        .chain(&module.compile.shared_jobs);
+        .chain(&compile.shared_jobs);
     for job in jobs {
         let kind = match job.job.split(' ').next().unwrap_or_default() {
             "device" => "device passes",
@@ -57,7 +67,7 @@ pub(crate) fn module(module: &ModulePlan) -> String {
         let _ = writeln!(out, "  jobs: {}", listed.join(", "));
     }
     if module.verbose {
-        verbose(&mut out, module);
+        verbose(&mut out, module, compile);
     }
     // Each decision with its reason, counted.
     let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
@@ -75,8 +85,7 @@ pub(crate) fn module(module: &ModulePlan) -> String {
 }
 
 /// `-v`: the compiler and its flags, the generators, each unit and the link.
-fn verbose(out: &mut String, module: &ModulePlan) {
-    let compile = &module.compile;
+fn verbose(out: &mut String, module: &ModulePlan, compile: &qola_build::CompilePlan) {
     let toolchain = &compile.toolchain;
     let _ = writeln!(
         out,

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::build_script::Env;
 use crate::compile::resolve::{Includes, Resolved, full_path, host_triple};
-use crate::compile::toolchain::{HipToolchain, resolve_archs};
+use crate::compile::toolchain::{HipToolchain, resolve_archs, sorted_archs};
 use crate::compile::{HipBuild, Result};
 
 /// [`HipBuild`]'s units as plain compiler calls (see the module docs).
@@ -32,7 +32,7 @@ impl DirectBuild {
             HipToolchain::resolve(env, build.toolchain.as_ref(), build.compiler.as_deref())?;
         let common =
             Resolved::base_args(build, env, &toolchain, &host_triple(), Includes::Attached)?;
-        let archs = resolve_archs(env, &build.archs, &build.manifest_archs)?;
+        let archs = sorted_archs(resolve_archs(env, &build.archs, &build.manifest_archs)?);
         let mut args: Vec<String> = common[1..].to_vec();
         args.extend(archs.iter().map(|a| format!("--offload-arch={a}")));
         Ok(DirectBuild {

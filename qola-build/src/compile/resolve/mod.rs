@@ -18,7 +18,7 @@ use crate::compile::{CompileError, Result};
 mod direct;
 mod roots;
 
-use crate::compile::toolchain::{HipToolchain, resolve_archs, validate_archs};
+use crate::compile::toolchain::{HipToolchain, resolve_archs, sorted_archs, validate_archs};
 pub(crate) use direct::DirectBuild;
 pub(crate) use roots::Roots;
 
@@ -70,7 +70,7 @@ impl Resolved {
         let roots = Resolved::roots(build, env, &out_dir, &cache)?;
         let target = host_triple();
         let common = Resolved::base_args(build, env, &toolchain, &target, Includes::Separate)?;
-        let archs = resolve_archs(env, &build.archs, &build.manifest_archs)?;
+        let archs = sorted_archs(resolve_archs(env, &build.archs, &build.manifest_archs)?);
         let mut args: Vec<String> = common[1..].iter().map(|a| roots.rewrite_arg(a)).collect();
         let named: Vec<String> = common[..1].iter().chain(&args).cloned().collect();
         validate_archs(

@@ -19,7 +19,10 @@ use crate::compile::{CompileError, Result};
 use crate::common::precedence::Setting;
 use crate::common::text::split_list as split;
 
-/// The architectures to compile for; `native` anywhere in a list is replaced by this machine's.
+/// The architectures to compile for, in the order given (each once; `native` anywhere in a list
+/// is replaced by this machine's): AITER's gfx-conditional flags follow the last one, as its
+/// `get_gfx()` takes the last entry of `GPU_ARCHS`. A compile's `--offload-arch` words are sorted
+/// ([`sorted`]).
 pub(crate) fn resolve(env: &Env, explicit: &[String], manifest: &[String]) -> Result<Vec<String>> {
     let given = |list: &[String]| (!list.is_empty()).then(|| list.to_vec());
     let chosen = Setting::argument(given(explicit))
@@ -35,14 +38,23 @@ pub(crate) fn resolve(env: &Env, explicit: &[String], manifest: &[String]) -> Re
             None => vec!["native".to_string()],
         },
     };
-    if list.iter().any(|a| a == "native") {
+    if let Some(at) = list.iter().position(|a| a == "native") {
         let found = native()?;
         list.retain(|a| a != "native");
-        list.extend(found);
+        for (i, arch) in found.into_iter().enumerate() {
+            list.insert((at + i).min(list.len()), arch);
+        }
     }
-    list.sort();
-    list.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    list.retain(|a| seen.insert(a.clone()));
     Ok(list)
+}
+
+/// `archs` sorted: what a compile's `--offload-arch` words follow, so the same set of
+/// architectures gives the same command whatever order named it.
+pub(crate) fn sorted(mut archs: Vec<String>) -> Vec<String> {
+    archs.sort();
+    archs
 }
 
 /// This machine's GPU architectures.

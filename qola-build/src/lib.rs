@@ -93,7 +93,7 @@
 //! | `QOLA_JOB_MEMORY_MB` | [`HipBuild`]: memory one compile needs; compiles at once are capped to what `MemAvailable` holds (default: the peak measured last time, else [`HipBuild::memory_per_job`]) |
 //! | `CXXFLAGS`, `HOST_CXXFLAGS`/`TARGET_CXXFLAGS`, `CXXFLAGS_<target_with_underscores>`, `CXXFLAGS_<target>`, `CC_SHELL_ESCAPED_FLAGS` | [`HipBuild`]: extra flags, every one that is set, combined as `cc` 1.11 does |
 //! | `OUT_DIR` | [`HipBuild`]: where the library, its log and `repro.sh` go |
-//! | `QOLA_PYTHON` | [`aiter`]: the Python that runs AITER's and CK's generators (default: `python3` on `PATH`) |
+//! | `QOLA_PYTHON` | [`aiter`]: the Python that runs AITER's and CK's generators (default: the `python3` beside qola's executable, in the venv qola's wheel went into, else `python3` on `PATH`); what the tree's generators need of it (pandas 2.2 or newer from AITER d32b0cb on, numpy, packaging, setuptools) is checked before any runs, one message naming each module, the version found and needed, and the command that fixes it |
 //! | `CK_DIR` | [`aiter`]: composable_kernel's location in AITER's recipes (default: the tree's `3rdparty/composable_kernel`) |
 //! | `AITER_META_DIR` | [`aiter`]: when it names a directory with a `csrc`, AITER's sources, generators and hsa code objects are read from there (QoLA's resolver); a warning says so |
 //! | `AITER_CONFIG_<TABLE>` | [`aiter`]: the tuned table a recipe's `{AITER_CONFIG_<TABLE>_FILE}` names (`AITER_CONFIG_GEMM_A4W4`: the a4w4 blockscale's), as AITER's `core.py` reads it (default: the table `core.py` names in the tree and its `model_configs/` tables); several (a `:`-separated list) are merged as AITER merges them, into qola's cache |

@@ -49,9 +49,16 @@ fn build_wheel(maturin: &Path, dir: &Path) -> PathBuf {
     wheels[0].clone()
 }
 
-/// A fresh venv with the wheel installed (nothing from an index), and its Python.
+/// A fresh venv with the wheel installed (nothing from an index), and its Python. The wheel's
+/// dependencies (what AITER's generators need: pandas, numpy, packaging, setuptools, which the
+/// `qola` in the venv runs them with) are the outer Python's, seen through
+/// `--system-site-packages`, as `pip install` would bring them.
 fn venv_with(wheel: &Path, dir: &Path) -> PathBuf {
-    qola_tests::run_ok(Command::new("python3").args(["-m", "venv"]).arg(dir));
+    qola_tests::run_ok(
+        Command::new("python3")
+            .args(["-m", "venv", "--system-site-packages"])
+            .arg(dir),
+    );
     let python = dir.join("bin/python");
     qola_tests::run_ok(
         Command::new(&python)

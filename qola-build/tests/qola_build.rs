@@ -690,6 +690,49 @@ fn a_plan_with_a_compiler_the_tree_cannot_use_is_made_as_far_as_it_can_and_names
     );
 }
 
+/// The Python that runs the generators is checked against what the tree's generators need
+/// before any of them runs: a bare venv (no `packaging`, no `setuptools`, which AITER 05a0d1f's
+/// generators import through the tree's `chip_info` and `cpp_extension`) gets one message naming
+/// each module, not installed, and the command that installs them; nothing was generated.
+#[test]
+fn a_generators_python_that_falls_short_is_named_before_any_generator_runs() {
+    let Some((real, hipcc, tmp, out)) = start("bare python") else {
+        return;
+    };
+    let venv = tmp.path().join("bare");
+    qola_tests::run_ok(
+        Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv),
+    );
+    let python = venv.join("bin/python3");
+    let te = manifest(tmp.path(), &real, "te", "");
+    let run = qola("build", &hipcc, &te, &out)
+        .env("QOLA_PYTHON", &python)
+        .output()
+        .unwrap();
+    let said = stderr(&run);
+    assert_eq!(run.status.code(), Some(1), "{said}");
+    for needed in [
+        format!(
+            "the Python that runs AITER's generators, {}, falls short",
+            python.display()
+        ),
+        "packaging (any version) (found: not installed)".to_string(),
+        "setuptools (any version) (found: not installed)".to_string(),
+        format!(
+            "`{} -m pip install 'packaging' 'setuptools'`",
+            python.display()
+        ),
+    ] {
+        assert!(said.contains(&needed), "{needed}: {said}");
+    }
+    assert!(
+        !out.join("_qola/gen/libmha_fwd").exists(),
+        "no generator ran: {said}"
+    );
+}
+
 /// The hipcc on `PATH` (Debian's in CI).
 fn which_hipcc() -> PathBuf {
     std::env::var_os("PATH")

@@ -103,6 +103,18 @@ pub enum AiterError {
         origin: Option<String>,
     },
 
+    /// The Python that runs the generators falls short of what the tree's generators need (see
+    /// `module::python_needs`).
+    #[error("the Python that runs AITER's generators, {}, falls short of what this tree's generators need: {}; fix: {fix}", python.display(), problems.join("; "))]
+    GeneratorPython {
+        /// The Python (`QOLA_PYTHON`, else `python3` on `PATH`).
+        python: PathBuf,
+        /// Each module it lacks or has too old: the version needed, the one found, and why.
+        problems: Vec<String>,
+        /// The command that fixes it.
+        fix: String,
+    },
+
     /// A registry file cannot be read or is not valid (see `registry`): every mistake, each
     /// with its line and key.
     #[error("registry {} has {} problem{}:{}\nfix these lines; the registry's keys are QoLA's (qola/cpp_itfs/registry.toml) and qola's public_headers", file.display(), problems.len(), if problems.len() == 1 { "" } else { "s" }, registry_problems(file, problems))]
@@ -206,6 +218,7 @@ impl AiterError {
             | AiterError::Registry { .. } => ErrorKind::Input,
             AiterError::AiterConfig { .. }
             | AiterError::Codegen { .. }
+            | AiterError::GeneratorPython { .. }
             | AiterError::ApiGeneration { .. }
             | AiterError::RecipeNeeds { .. } => ErrorKind::Aiter,
             AiterError::Failure(e) => e.kind(),

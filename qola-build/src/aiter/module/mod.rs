@@ -7,6 +7,7 @@ mod codegen;
 mod flags;
 mod hsa;
 mod needs;
+mod python_needs;
 mod third_party;
 mod tree_headers;
 
@@ -318,6 +319,19 @@ pub(crate) fn prepare_module_in(
     if ck_enabled {
         check_ck_present(spec, &paths, env)?;
     }
+    // What the generators (and core.py, which the flags are read from) need of the Python,
+    // before any of them runs.
+    let scripts: Vec<PathBuf> = recipe
+        .blob_gen_cmd
+        .iter()
+        .filter_map(|cmd| recipe::generator_argv(cmd, spec.gen_dir).into_iter().next())
+        .map(PathBuf::from)
+        .collect();
+    let core_py = [paths.root.join("aiter/jit/core.py")];
+    python_needs::check(
+        &generator_python(env)?,
+        &python_needs::needs_of(&paths.meta, &scripts, &core_py),
+    )?;
     let generated = generate(spec, &recipe, env, ck_instances)?;
     let mut sources: Vec<PathBuf> = recipe.srcs.clone();
     for g in &generated {
@@ -499,16 +513,26 @@ fn recipe_of(
     Ok((recipe, warnings, ck_enabled))
 }
 
-/// The Python that runs AITER's and CK's generators: `QOLA_PYTHON`, else `python3` on `PATH`.
+/// The Python that runs AITER's and CK's generators: `QOLA_PYTHON`; else the Python beside
+/// qola's own executable (`bin/python3` of the venv qola's wheel was installed into, activated
+/// or not: QoLA and AITER run the generators with the Python that runs them, and the wheel brings
+/// what they need); else `python3` on `PATH`.
 pub(crate) fn generator_python(env: &Env) -> Result<PathBuf> {
-    match env.var_os("QOLA_PYTHON") {
-        Some(p) => Ok(PathBuf::from(p)),
-        None => Ok(which::which_in("python3", env.path(), ".").map_err(|_| AiterError::Codegen {
-            command: "python3".to_string(),
-            stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` and `pandas` modules".to_string(),
-            origin: None,
-        })?),
+    if let Some(p) = env.var_os("QOLA_PYTHON") {
+        return Ok(PathBuf::from(p));
     }
+    let beside_qola = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("python3")))
+        .filter(|python| python.is_file());
+    if let Some(python) = beside_qola {
+        return Ok(python);
+    }
+    which::which_in("python3", env.path(), ".").map_err(|_| AiterError::Codegen {
+        command: "python3".to_string(),
+        stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` and `pandas` modules".to_string(),
+        origin: None,
+    })
 }
 
 /// Runs (or reuses) each of the recipe's code generators into `gen_dir`; their scripts'

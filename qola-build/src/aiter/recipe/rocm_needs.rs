@@ -59,7 +59,10 @@ pub(crate) fn check(
 
 /// `[qola] rocm_versions` against the compiler: `None` when the list is empty or the compiler's
 /// HIP version starts with one of them, else the mismatch.
-pub(crate) fn rocm_versions_mismatch(manifest: &Manifest, toolchain: &HipToolchain) -> Option<AiterError> {
+pub(crate) fn rocm_versions_mismatch(
+    manifest: &Manifest,
+    toolchain: &HipToolchain,
+) -> Option<AiterError> {
     let wanted = &manifest.qola.rocm_versions;
     if wanted.is_empty() {
         return None;

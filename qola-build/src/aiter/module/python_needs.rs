@@ -132,10 +132,12 @@ fn tree_module(root: &Path, script: &Path, name: &str) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
-/// The versions `python` has of `modules` (`None`: not installed), asked once per process.
-fn versions(python: &Path, modules: &[String]) -> Result<BTreeMap<String, Option<String>>> {
-    static ANSWERS: Mutex<BTreeMap<(PathBuf, Vec<String>), BTreeMap<String, Option<String>>>> =
-        Mutex::new(BTreeMap::new());
+/// Module name to the version a Python has (`None`: not installed).
+type Versions = BTreeMap<String, Option<String>>;
+
+/// The versions `python` has of `modules`, asked once per process.
+fn versions(python: &Path, modules: &[String]) -> Result<Versions> {
+    static ANSWERS: Mutex<BTreeMap<(PathBuf, Vec<String>), Versions>> = Mutex::new(BTreeMap::new());
     let key = (python.to_path_buf(), modules.to_vec());
     if let Some(answer) = ANSWERS.lock().ok().and_then(|a| a.get(&key).cloned()) {
         return Ok(answer);

@@ -185,6 +185,83 @@ fn qolas_flags_are_the_trees_own_core_pys_at_every_pin() {
     }
 }
 
+/// At every pin, the architecture AITER picks among several for its gfx-conditional flags
+/// (`get_gfx()`: the last entry of `GPU_ARCHS`, which `core.py` reads for
+/// `-D__Float4_e2m1fn_x2` and, from ab550455, `-DAITER_ENABLE_CLUSTER_LAUNCH`) is qola's: a module
+/// with no architecture of its own (`module_activation`) planned for `gfx942;gfx950`,
+/// `gfx950;gfx942` and each alone gets the tree's own `core.py`'s flags with that `GPU_ARCHS`.
+#[test]
+fn the_architecture_aiter_picks_among_several_is_qola_s_at_every_pin() {
+    let pins: Vec<(&str, PathBuf)> = PINS
+        .iter()
+        .filter_map(|pin| qola_tests::aiter_at(pin).map(|dir| (*pin, dir)))
+        .collect();
+    if pins.is_empty() {
+        return;
+    }
+    let (Some(hipcc), Some(ck)) = (qola_tests::rocm7_hipcc(), stand_in_ck()) else {
+        return;
+    };
+    let version = hip_version(&hipcc);
+    let tmp = tempfile::tempdir().unwrap();
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    for (pin, tree) in pins {
+        for archs in ["gfx942;gfx950", "gfx950;gfx942", "gfx942", "gfx950"] {
+            let manifest = tmp.path().join("activation.toml");
+            let listed: Vec<String> = archs.split(';').map(|a| format!("\"{a}\"")).collect();
+            std::fs::write(
+                &manifest,
+                format!(
+                    "[qola]\nnamespace = \"te\"\n\n[build]\narchitectures = [{}]\n\n[[modules]]\nname = \"module_activation\"\nmode = \"cpp_itfs\"\n",
+                    listed.join(", ")
+                ),
+            )
+            .unwrap();
+            let plan = qola("plan", &hipcc, &manifest, &tree, &tmp.path().join(pin))
+                .arg("--json")
+                .env("CK_DIR", &ck)
+                .output()
+                .unwrap();
+            assert!(
+                plan.status.success(),
+                "{pin} {archs}: {}",
+                common::text(&plan)
+            );
+            let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+            let ours = strings(&plan["modules"][0]["core_flags"]["flags_hip"]);
+            let core = Command::new("python3")
+                .args(["-c", CORE_PY_RUNNER])
+                .arg(&tree)
+                .arg(&hipcc)
+                .arg(&version)
+                .args(["module_activation", archs])
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .env("CK_DIR", &ck)
+                .env_remove("ENABLE_CK")
+                .output()
+                .unwrap();
+            assert!(
+                core.status.success(),
+                "{pin} {archs}: {}",
+                common::text(&core)
+            );
+            let core: serde_json::Value = serde_json::from_slice(&core.stdout).unwrap();
+            assert_eq!(ours, strings(&core["flags_hip"]), "{pin} {archs}");
+            let fp4 = ours.iter().any(|f| f == "-D__Float4_e2m1fn_x2");
+            println!(
+                "{pin} {archs}: equal; -D__Float4_e2m1fn_x2 {}",
+                if fp4 { "on" } else { "off" }
+            );
+        }
+    }
+}
+
 /// AITER's own merge of a tuned table: `AITER_CONFIGS.<variable>_FILE` of the tree's `core.py`
 /// (which writes its merge under `/tmp/aiter_configs`), printed as pandas reads it beside qola's.
 const AITER_MERGE: &str = r#"

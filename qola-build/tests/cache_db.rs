@@ -510,3 +510,73 @@ fn the_cache_says_what_its_objects_are_for_per_library_and_per_compiler() {
     assert_eq!(compiler.bytes, usage.bytes);
     assert!(compiler.last_used.ends_with('Z'), "{compiler:?}");
 }
+
+/// Two builds of the same project into two output directories, started together on one empty
+/// cache (both planned before either compiles: stopped at `compile:planned`, then let go): each
+/// unit is compiled once in all, by whichever build claimed it; the other takes its object.
+#[test]
+fn two_builds_started_together_on_an_empty_cache_compile_each_unit_once() {
+    let s = setup();
+    let spawn = |out: &str| {
+        s.child(out)
+            .env("QOLA_TEST_STOP_AT", "compile:planned")
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("out-a"), spawn("out-b"));
+    assert!(wait_until_stopped(&a) && wait_until_stopped(&b));
+    resume(&a);
+    resume(&b);
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert_eq!(
+        child_compiled(&a) + child_compiled(&b),
+        3,
+        "each of the 3 units once: {}{}",
+        output_text(&a),
+        output_text(&b)
+    );
+    // Both libraries hold every unit: a third build reuses all of them.
+    assert_eq!(compiled(&s.compile("out-c")).len(), 0);
+}
+
+/// A build that needs units another build is compiling says whom it waits for and waits; when
+/// that build is killed mid-compile (holding its claims), its claims go with it and the waiting
+/// build compiles the units itself, at once, and finishes.
+#[test]
+fn a_build_killed_mid_compile_leaves_its_units_to_the_build_waiting_for_them() {
+    let s = setup();
+    // A claims every unit and stops there, as if compiling.
+    let holder = s
+        .child("out-a")
+        .env("QOLA_TEST_STOP_AT", "compile:claimed")
+        .spawn()
+        .unwrap();
+    assert!(wait_until_stopped(&holder));
+    let mut waiting = s.child("out-b").spawn().unwrap();
+    let mut stderr = std::io::BufReader::new(waiting.stderr.take().unwrap());
+    let mut said = String::new();
+    let whom = format!("waiting for pid {}", holder.id());
+    while !said.contains(&whom) {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
+            panic!("the waiting build never said whom it waits for: {said}");
+        }
+        said.push_str(&line);
+    }
+    assert!(said.contains("which compiles "), "{said}");
+    // SAFETY: killing our own child, stopped.
+    unsafe {
+        libc::kill(holder.id() as libc::pid_t, libc::SIGKILL);
+    }
+    let _ = holder.wait_with_output();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let out = waiting.wait_with_output().unwrap();
+    assert!(out.status.success(), "{said}{rest}");
+    let text = format!("{}{said}{rest}", String::from_utf8_lossy(&out.stdout));
+    let count = text
+        .lines()
+        .find_map(|l| l.strip_prefix("qola-test-compiled "))
+        .and_then(|n| n.trim().parse::<usize>().ok());
+    assert_eq!(count, Some(3), "{text}");
+}

@@ -157,3 +157,85 @@ fn the_narrow_aiter_forward_compiles_once_for_every_profile_target_directory_and
         ],
     );
 }
+
+/// One object per content, whatever the front door: the narrow AITER forward of one manifest,
+/// tree, compiler and architecture built through qola-sys's build script (a Rust binding's) and
+/// through `qola build` (what TE's CMake, its Python and ck-jit run), in both orders, each from
+/// an empty qola cache (the claim counts compiles, so it cannot start warm): the second door
+/// compiles its own API wrapper alone (qola-sys's C wrapper and QoLA's C++ wrapper are different
+/// sources), taking every other unit's object from the first.
+#[test]
+fn the_narrow_aiter_forward_compiles_once_whatever_the_front_door() {
+    let (Some(real), Some(hipcc)) = (qola_tests::real_aiter(), qola_tests::sid_hipcc()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir_in(fixtures_dir()).unwrap();
+    let manifest = qola_tests::ManifestText::new(&real.commit, &real.upstream)
+        .set("namespace", "te")
+        .archs(&["gfx942"])
+        .narrow_forward()
+        .write(tmp.path().join("te.toml"));
+    let root = fixtures_dir().join("aiter-narrow");
+    let dependent = tmp.path().join("binding");
+    qola_tests::qola_sys_dependent(&dependent, &workspace());
+    let target = fixtures_dir().join("locations-target-1");
+    let through_qola_sys = |cache: &Path| {
+        cargo(
+            &dependent,
+            &target,
+            false,
+            &[
+                ("QOLA_KERNELS", Path::new("aiter")),
+                ("QOLA_MANIFEST", &manifest),
+                ("QOLA_AITER_MODULES", Path::new("libmha_fwd")),
+                ("QOLA_CK_FILTER_LIBMHA_FWD", Path::new(NARROW_FWD_FILTER)),
+                ("HIPCC", &hipcc),
+                ("QOLA_AITER_ROOT", &root),
+                ("QOLA_CACHE_DIR", cache),
+            ],
+        );
+        let summary = last_summary(&target, "debug", "qola-compile-mha_fwd.log");
+        let compiled: usize = summary
+            .strip_prefix("qola compiled ")
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{summary}"));
+        (compiled, summary)
+    };
+    let through_qola_build = |cache: &Path, out: &Path| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_qola"));
+        qola_tests::without_caller_env(&mut command, &[], &["GPU_ARCHS"]);
+        let said = qola_tests::run_ok(
+            command
+                .args(["build", "--skip-checkout", "-m"])
+                .arg(&manifest)
+                .arg("-a")
+                .arg(&root)
+                .arg("-o")
+                .arg(out)
+                .env("HIPCC", &hipcc)
+                .env("QOLA_CACHE_DIR", cache)
+                .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER),
+        );
+        // `qola build: 1/1 modules built, 0 failed; 3 of 4 units compiled; ...`
+        let compiled: usize = said
+            .lines()
+            .filter_map(|l| l.strip_prefix("qola build: "))
+            .find_map(|l| l.split("; ").find(|part| part.ends_with(" units compiled")))
+            .and_then(|part| part.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{said}"));
+        (compiled, said)
+    };
+    // qola-sys's build script first, then `qola build`.
+    let cache = tmp.path().join("cache-1");
+    let (first, summary) = through_qola_sys(&cache);
+    assert!(first > 1, "{summary}");
+    let (second, said) = through_qola_build(&cache, &tmp.path().join("out-1"));
+    assert_eq!(second, 1, "qola build compiles its wrapper alone: {said}");
+    // `qola build` first, then qola-sys's build script.
+    let cache = tmp.path().join("cache-2");
+    let (first, said) = through_qola_build(&cache, &tmp.path().join("out-2"));
+    assert!(first > 1, "{said}");
+    let (second, summary) = through_qola_sys(&cache);
+    assert_eq!(second, 1, "qola-sys compiles its wrapper alone: {summary}");
+}

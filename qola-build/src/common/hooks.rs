@@ -32,8 +32,8 @@ impl Hooks {
     }
 
     /// A named step (see `prepare::journal` for a preparation's names; a build's are
-    /// `compile:planned`, `cache:held`, `cache:locked`): the process ends or stops here when a
-    /// test asked.
+    /// `compile:planned`, `compile:claimed` (every unit it compiles claimed), `cache:held`,
+    /// `cache:locked`): the process ends or stops here when a test asked.
     pub(crate) fn step(&self, name: &str) {
         static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         if self.stop_at.as_deref() == Some(name)

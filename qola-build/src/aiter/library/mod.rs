@@ -215,7 +215,9 @@ pub(crate) fn library_in(
                     "qola-sys links this module into a static library, which has no link of its own: give these flags to your crate's link (cargo:rustc-link-arg in its build script) and remove the key",
                 ));
             }
-            build.files(sources).include(include);
+            // The API's headers are the wrappers' alone: on the wrappers only, so every other
+            // unit is the same command, and the same object, through any front door.
+            only_for(&mut build, sources, include);
             for symbol in exports {
                 build.export(symbol);
             }
@@ -224,7 +226,6 @@ pub(crate) fn library_in(
         Api::Cpp { namespace, include } => {
             let api = CppApi::resolve_in(spec.registry(), spec.root, spec.gen_dir, env)?;
             api.write_headers(include, namespace.as_deref())?;
-            build.include(include);
             for flag in &module.recipe.extra_ldflags {
                 build.link_flag(flag);
             }
@@ -237,7 +238,7 @@ pub(crate) fn library_in(
                 build.version_script(script);
             }
             let sources = api.wrappers.get(name).cloned().unwrap_or_default();
-            build.files(&sources);
+            only_for(&mut build, &sources, include);
             !sources.is_empty()
         }
     };
@@ -247,6 +248,16 @@ pub(crate) fn library_in(
         wrapped,
         build,
     })
+}
+
+/// Adds `sources`, each with the include directory `include` as a flag of its own: the API's
+/// headers are what only the wrappers include, so a unit's command (and key) carries it only
+/// where it is read.
+fn only_for(build: &mut crate::compile::HipBuild, sources: &[PathBuf], include: &Path) {
+    let flag = [format!("-I{}", include.display())];
+    for source in sources {
+        build.file(source).file_flags(source, &flag);
+    }
 }
 
 /// qola's C++ API for a tree (see [`crate::aiter::registry`]): qola's registry files written

@@ -36,6 +36,17 @@
 //! cache --clear`. Each build's hits and compiles are kept in `builds.json` (the last 50) for
 //! `qola cache` (see `usage`).
 //!
+//! # One compile per unit
+//!
+//! A build claims each unit it is about to compile (see `claims`); another build that needs the
+//! same unit meanwhile compiles its own units first, then waits for the claim (saying whose it
+//! is) and reuses the object. A killed holder's claim is released at once. Claims are as wide as
+//! the cache directory: builds on one machine (or one shared file system) compile a unit once;
+//! two machines sharing only a remote cache (ccache's Redis or HTTP storage) do not see each
+//! other's claims, and compile a unit both need at the same moment twice (the remote storage
+//! answers the one that comes later), as an sccache-dist farm's scheduler runs each job it is
+//! given.
+//!
 //! # Failure
 //!
 //! | fault | what qola does | what the user sees |
@@ -50,6 +61,7 @@
 //! temporary name renamed into place under the lock, so a killed build leaves at most a
 //! temporary file, never an entry that verifies and is wrong.
 
+mod claims;
 pub(crate) mod key;
 mod layer;
 mod lease;
@@ -68,6 +80,7 @@ use crate::common::hooks::Hooks;
 use crate::common::lock;
 use crate::compile::Roots;
 use crate::compile::{CompileError, Result};
+pub(crate) use claims::{Busy, Claims};
 pub(crate) use key::Changed;
 pub(crate) use key::Invocation;
 use key::{Input, ObjectKey};
@@ -476,12 +489,25 @@ impl<'a> ObjectCache<'a> {
         .ok()
     }
 
-    /// Removes what builds that are gone left in the store (scratch, half-written entries).
+    /// Removes what builds that are gone left in the store (scratch, half-written entries,
+    /// claims no build holds).
     pub(crate) fn remove_leftovers(&self) {
         if let Some(store) = &self.store {
             let live = lease::live(&store.layer.leases());
             store.layer.remove_leftovers(&live);
+            claims::remove_unheld(&self.claims_dir());
         }
+    }
+
+    /// Where builds claim the units they compile (see `claims`): the shared cache's, which
+    /// every build on this cache looks up.
+    fn claims_dir(&self) -> PathBuf {
+        self.shared.root.join("claims")
+    }
+
+    /// This build's claims (see `claims`).
+    pub(crate) fn claims(&self) -> Claims {
+        Claims::new(self.claims_dir())
     }
 
     /// Evicts the least recently used objects of the store until it fits in `max` bytes, under

@@ -20,19 +20,20 @@ mod stage;
 
 pub(crate) use link::SharedLink;
 
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::build_script::{Directives, Env};
 use crate::common::io::io_error;
 use crate::common::time::{unix_now, utc_timestamp};
 use crate::compile::Result;
-use crate::compile::cache::{BuildStats, ObjectCache};
+use crate::compile::cache::{BuildStats, Busy, Claims, ObjectCache};
 use crate::compile::passes::Prepared;
 use crate::compile::passes::{self, Context, ToCompile};
 use crate::compile::resolve::{Resolved, full_path};
 use crate::compile::run::{Echo, Estimate, Parallelism, available_memory, decide_parallelism};
-use crate::compile::{CompilePlan, CompileReport, PlannedJob, PlannedUnit};
+use crate::compile::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport};
 use crate::compile::{HipBuild, timings};
 use plan::{Looked, Unit, UnitPlan};
 use stage::Staged;
@@ -350,12 +351,37 @@ impl HipBuild {
 
     /// [`HipBuild::try_compile`] in the context `env` of the build that asks.
     pub(crate) fn compile_in(&self, name: &str, env: &Env) -> Result<CompileReport> {
+        self.compile_claiming(name, env, &mut None, &BTreeMap::new())
+    }
+
+    /// [`HipBuild::compile_in`] holding `claims` (made with the cache at the first call; see
+    /// `cache::claims`): each unit it compiles is claimed first; when another live build holds a
+    /// claim, [`HipBuild::compile_around`] goes on. `before` are the units an earlier round of
+    /// this build compiled, by source: reported as compiled.
+    fn compile_claiming(
+        &self,
+        name: &str,
+        env: &Env,
+        claims: &mut Option<Claims>,
+        before: &BTreeMap<PathBuf, UnitReport>,
+    ) -> Result<CompileReport> {
         let start = Instant::now();
         let directives = env.directives();
         let mut resolved = Resolved::new(self, env)?;
         let mut objects = resolved.object_cache(directives);
         let units = self.units(&mut resolved, env, name, &mut objects, true)?;
         resolved.hooks.step("compile:planned");
+        let busy = claims.get_or_insert_with(|| objects.claims()).claim(
+            units
+                .iter()
+                .filter(|u| u.plan.compiles())
+                .map(|u| u.id.as_str()),
+        );
+        if !busy.is_empty() {
+            drop(objects);
+            return self.compile_around(name, env, claims, &units, &busy);
+        }
+        resolved.hooks.step("compile:claimed");
         if units.iter().any(|u| u.plan.compiles()) {
             resolved.launcher.start();
             objects.remove_leftovers();
@@ -372,7 +398,64 @@ impl HipBuild {
         if let Some(failed) = jobs.ran.outcomes.iter().find(|o| o.failure.is_some()) {
             return Err(Self::failed(&b, &jobs, failed)?);
         }
-        self.finish(&mut b, jobs)
+        let report = self.finish(&mut b, jobs, before)?;
+        // Their objects are in the cache: a build waiting for them takes them now.
+        if let Some(claims) = claims {
+            claims.release(b.units.iter().map(|u| u.id.as_str()));
+        }
+        Ok(report)
+    }
+
+    /// A build some of whose units (`busy`) another live build is compiling: this build's own
+    /// compiles first (its other units, their objects stored, nothing linked), then it waits for
+    /// each claim it found held, saying whose, and builds again, taking what the other builds
+    /// stored from the cache (a unit whose holder failed or died compiles here, its claim held).
+    fn compile_around(
+        &self,
+        name: &str,
+        env: &Env,
+        claims: &mut Option<Claims>,
+        units: &[Unit],
+        busy: &[Busy],
+    ) -> Result<CompileReport> {
+        let waiting: BTreeSet<&str> = busy.iter().map(|b| b.id.as_str()).collect();
+        let mine: BTreeSet<&Path> = units
+            .iter()
+            .filter(|u| u.plan.compiles() && !waiting.contains(u.id.as_str()))
+            .map(|u| u.source.as_path())
+            .collect();
+        let mut before = BTreeMap::new();
+        if !mine.is_empty() {
+            let mut first = self.clone();
+            first
+                .files
+                .retain(|f| full_path(f).is_ok_and(|p| mine.contains(p.as_path())));
+            first.objects_only = true;
+            let report = first.compile_claiming(name, env, claims, &BTreeMap::new())?;
+            before.extend(
+                report
+                    .units
+                    .into_iter()
+                    .filter(|u| u.compiled)
+                    .map(|u| (u.source.clone(), u)),
+            );
+        }
+        let claims_now = claims.get_or_insert_with(|| Claims::new(PathBuf::new()));
+        // In one order for every build (by id): two builds never wait for each other.
+        let mut busy: Vec<&Busy> = busy.iter().collect();
+        busy.sort_by(|a, b| a.id.cmp(&b.id));
+        for b in busy {
+            let unit = units
+                .iter()
+                .find(|u| u.id == b.id)
+                .map_or(b.id.as_str(), |u| u.name.as_str());
+            claims_now.wait(&b.id, |who| {
+                env.directives().info(&format!(
+                    "waiting for {who}, which compiles {unit}: this build needs it too, and takes its object from qola's cache once it is stored"
+                ))
+            });
+        }
+        self.compile_claiming(name, env, claims, &before)
     }
 
     /// Stages the build's jobs and runs them, a second time in the build's own cache when the
@@ -449,10 +532,21 @@ impl HipBuild {
 
     /// After every job succeeded: the objects stored, the library linked, the cache evicted
     /// and its history written, the report made, its timings and log written.
-    fn finish(&self, b: &mut Building, mut jobs: Jobs) -> Result<CompileReport> {
+    fn finish(
+        &self,
+        b: &mut Building,
+        mut jobs: Jobs,
+        before: &BTreeMap<PathBuf, UnitReport>,
+    ) -> Result<CompileReport> {
         let (name, resolved) = (b.name, &b.resolved);
         let (staged, ran) = (&mut jobs.staged, &mut jobs.ran);
         execute::store(&mut b.objects, name, &b.units, staged, ran, resolved)?;
+        // What an earlier round of this build compiled (see `compile_around`) is its compile.
+        for report in staged.reports.iter_mut().filter(|r| !r.compiled) {
+            if let Some(compiled) = before.get(&report.source) {
+                *report = compiled.clone();
+            }
+        }
         let linked = match self.objects_only {
             true => link::Linked {
                 library: PathBuf::new(),

@@ -59,7 +59,11 @@ pub(crate) fn probe(
             path: command[0].clone().into(),
             why: format!("cannot run it: {e}"),
         })?;
+    // The probe's files are scratch: none stays, so a build that probed leaves the same files
+    // as one that found the answers cached.
     let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_file(&source);
+    let _ = std::fs::remove_dir(scratch); // when nothing else is there
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
     // clang warns about some unknown `-mllvm` options and still succeeds.
     let answer = if output.status.success() && !stderr.contains("Unknown command line argument") {

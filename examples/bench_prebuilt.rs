@@ -20,6 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use qola_build::aiter::prebuilt::StoreOptions;
 use qola_build::{OutputBuild, Prepare};
 use qola_tests::{HttpCache, NARROW_FWD_FILTER};
 
@@ -68,12 +69,14 @@ fn build(dir: &Path, manifest: &Path, m: &Machine) -> Took {
         .root(home.join("aiter"))
         .cache_dir(home.join("cache"));
     let mut build = OutputBuild::new(prepare, home.join("out"));
+    let mut stores = StoreOptions::new();
     if let Some(url) = m.prebuilt {
-        build.prebuilt(url);
+        stores.fetch(url);
     }
     if let Some(url) = m.publish {
-        build.publish(url);
+        stores.publish(url);
     }
+    build.prebuilt_stores(stores);
     let start = Instant::now();
     let outcome = build
         .try_build()

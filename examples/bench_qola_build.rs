@@ -138,8 +138,18 @@ fn main() {
             .modules;
         println!(
             "| {name} | {} | {} |",
-            plans[0].compile.units.len(),
-            plans[1].compile.units.len()
+            plans[0]
+                .compile
+                .as_ref()
+                .expect("a compile plan")
+                .units
+                .len(),
+            plans[1]
+                .compile
+                .as_ref()
+                .expect("a compile plan")
+                .units
+                .len()
         );
     }
 

@@ -27,8 +27,8 @@ use std::path::PathBuf;
 use crate::aiter::{AiterLibrary, AiterModuleSpec, Api};
 use crate::build_script::{Directives, Env};
 use crate::compile::{CompileReport, HipBuild};
+use crate::error::{AiterError, CompileError, Result};
 use crate::prepare::{Preparation, Prepare};
-use crate::{AiterError, CompileError, Result};
 
 /// A build script's context (see the module docs).
 #[derive(Debug)]

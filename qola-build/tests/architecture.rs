@@ -1,8 +1,10 @@
-//! docs/architecture.md's map, checked against the crate's module graph: the floors, each
-//! subsystem's rooms, the folders' faces, the arrows back up and where the farm is named. The
-//! map's tables are this test's input (read from the doc, never copied here), and the graph is
-//! read from the sources (`use` trees and `crate::`, `super::`, `self::` and child module paths,
-//! tests left out), so a change to either alone fails here.
+//! docs/architecture.md's map, checked against the crate's module graph: the floors (the three
+//! top files included), each subsystem's rooms, the folders' faces and what each gives, the
+//! arrows up and back up, circles among rooms, the order inside aiter/, the values whose methods
+//! are in one file, the longest file and function, and where the farm is named. The map's tables
+//! are this test's input (read from the doc, never copied here), and the graph is read from the
+//! sources (`use` trees and `crate::`, `super::`, `self::` and child module paths, tests left
+//! out), so a change to either alone fails here, a claim removed as well as one added.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,12 +25,18 @@ struct Floor {
 struct Map {
     /// The subsystems from the ground floor up; `error.rs` and `lib.rs` stand above them all.
     floors: Vec<Floor>,
-    /// The folders the faces table names.
-    faces: Vec<String>,
+    /// The folders the faces table names, each with the names its face gives.
+    faces: Vec<(String, Vec<String>)>,
+    /// aiter/'s rooms from the bottom up, each with the rooms it imports.
+    aiter_order: Vec<(String, BTreeSet<String>)>,
+    /// Values whose methods are in one file: the value, the file's module, the most methods.
+    one_file: Vec<(String, String, usize)>,
     /// The arrows up the floors it allows, as `(from, to)` modules (`""` for the root).
     allowed_up: Vec<(String, String)>,
     /// How many lines a source file may have.
     longest_file: usize,
+    /// How many lines a function may have.
+    longest_function: usize,
 }
 
 /// The rows of the markdown table whose header starts with `header`: each row's cells.
@@ -80,6 +88,13 @@ fn map() -> Map {
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .expect("the map says how long a source file may be");
+    let longest_function = doc
+        .replace('\n', " ")
+        .split("no function is over ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the map says how long a function may be");
     let floors = table(&doc, "| floor | subsystem | rooms | at most |")
         .iter()
         .enumerate()
@@ -94,7 +109,27 @@ fn map() -> Map {
         .collect();
     let faces = table(&doc, "| folder | its face gives |")
         .iter()
-        .map(|row| module_named(&quoted(&row[0])[0]))
+        .map(|row| (module_named(&quoted(&row[0])[0]), quoted(&row[1])))
+        .collect();
+    let aiter_order = table(&doc, "| aiter room | imports |")
+        .iter()
+        .map(|row| {
+            let room = |r: &String| module_named(r);
+            (
+                room(&quoted(&row[0])[0]),
+                quoted(&row[1]).iter().map(room).collect(),
+            )
+        })
+        .collect();
+    let one_file = table(&doc, "| value | file | methods at most |")
+        .iter()
+        .map(|row| {
+            (
+                quoted(&row[0])[0].clone(),
+                module_named(&quoted(&row[1])[0]),
+                row[2].parse().unwrap(),
+            )
+        })
         .collect();
     let allowed_up = table(&doc, "| from | to | why |")
         .iter()
@@ -109,19 +144,25 @@ fn map() -> Map {
     Map {
         floors,
         faces,
+        aiter_order,
+        one_file,
         allowed_up,
         longest_file,
+        longest_function,
     }
 }
 
 /// A module: its path from the crate root (`compile/cache/key`; `""` for the root).
 type Module = Vec<String>;
 
-/// An import: the module that names, the module named, and the path as written.
+/// An import: the module that names, the module named (as written: a folder's face), the
+/// module that defines what it names (a face's re-export followed to its source), and the path
+/// as written.
 #[derive(Debug)]
 struct Arrow {
     from: Module,
     to: Module,
+    defined: Module,
     path: String,
 }
 
@@ -368,10 +409,76 @@ fn modules() -> Vec<(Module, String)> {
     out
 }
 
-/// The crate's import graph.
+/// What each folder's face re-exports, by name: the module the item comes from (`pub use
+/// library::{AiterLibrary, ...}` in `aiter` gives `AiterLibrary` -> `aiter/library`).
+fn reexports(
+    modules: &[(Module, String)],
+) -> std::collections::BTreeMap<Module, std::collections::BTreeMap<String, Vec<String>>> {
+    let mut faces = std::collections::BTreeMap::new();
+    for (me, text) in modules {
+        if !is_folder(me) {
+            continue;
+        }
+        let mut names = std::collections::BTreeMap::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("use ") {
+            let before = rest[..at].trim_end();
+            let public =
+                before.ends_with("pub") || before.ends_with(')') && before.contains("pub(");
+            let end = rest[at..].find(';').map_or(rest.len(), |e| at + e);
+            if public {
+                for path in use_paths(&rest[at + 4..end]) {
+                    let segments: Vec<String> = match path[0].as_str() {
+                        "crate" => path[1..].to_vec(),
+                        "super" => me[..me.len().saturating_sub(1)]
+                            .iter()
+                            .chain(&path[1..])
+                            .cloned()
+                            .collect(),
+                        "self" => me.iter().chain(&path[1..]).cloned().collect(),
+                        _ => me.iter().chain(&path).cloned().collect(),
+                    };
+                    if let Some(item) = segments.last() {
+                        names.insert(item.clone(), segments.clone());
+                    }
+                }
+            }
+            rest = &rest[(at + 4).min(end)..];
+        }
+        faces.insert(me.clone(), names);
+    }
+    faces
+}
+
+/// The module `segments` reaches when a face on the way re-exports the item (`crate::aiter::X`
+/// whose `aiter` face has `pub use library::X` reaches `aiter/library`), else `to`.
+fn through_faces(
+    to: Module,
+    segments: &[String],
+    faces: &std::collections::BTreeMap<Module, std::collections::BTreeMap<String, Vec<String>>>,
+) -> Module {
+    let Some(item) = segments.get(to.len()) else {
+        return to;
+    };
+    match faces.get(&to).and_then(|names| names.get(item)) {
+        Some(source) if source.as_slice() != segments => {
+            let next = resolve(source);
+            match next.len() > to.len() && next.starts_with(&to) {
+                true => through_faces(next, source, faces),
+                false => to,
+            }
+        }
+        _ => to,
+    }
+}
+
+/// The crate's import graph, each arrow to the module that defines what it names (a face's
+/// re-export followed to its source).
 fn graph() -> Vec<Arrow> {
     let mut arrows = Vec::new();
-    for (me, text) in modules() {
+    let modules = modules();
+    let faces = reexports(&modules);
+    for (me, text) in modules {
         let mut paths = Vec::new();
         let mut rest = text.as_str();
         while let Some(at) = rest.find("use ") {
@@ -402,10 +509,12 @@ fn graph() -> Vec<Arrow> {
                 }
             };
             let to = resolve(&segments);
-            if to != me {
+            let defined = through_faces(to.clone(), &segments, &faces);
+            if to != me && defined != me {
                 arrows.push(Arrow {
                     from: me.clone(),
                     to,
+                    defined,
                     path: path.join("::"),
                 });
             }
@@ -414,11 +523,13 @@ fn graph() -> Vec<Arrow> {
     arrows
 }
 
-/// The floor of a module: its subsystem's place in the map; the top files stand above.
+/// The floor of a module: its subsystem's (or top file's) place in the map.
 fn floor(map: &Map, m: &[String]) -> usize {
-    m.first()
-        .and_then(|top| map.floors.iter().position(|f| f.subsystem == *top))
-        .unwrap_or(map.floors.len())
+    let top = m.first().map_or("", String::as_str);
+    map.floors
+        .iter()
+        .position(|f| f.subsystem == top)
+        .unwrap_or_else(|| panic!("{} is on no floor of the map", name(m)))
 }
 
 /// The folder a module is in (a folder module is its own).
@@ -467,15 +578,23 @@ fn no_module_imports_from_a_floor_above_its_own_but_the_arrows_the_map_allows() 
 fn every_subsystem_has_the_rooms_the_map_lists_and_no_more_than_it_allows() {
     let map = map();
     assert_eq!(map.floors[0].subsystem, "common", "the ground floor");
-    let folders: BTreeSet<String> = std::fs::read_dir(src())
+    // Every folder and file of src/ (the command line aside) is on a floor, and only those.
+    let entries: BTreeSet<String> = std::fs::read_dir(src())
         .unwrap()
         .map(|e| e.unwrap())
-        .filter(|e| e.path().is_dir() && e.file_name() != "bin")
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|e| e.file_name() != "bin")
+        .map(|e| module_named(&e.file_name().to_string_lossy()))
         .collect();
     let mapped: BTreeSet<String> = map.floors.iter().map(|f| f.subsystem.clone()).collect();
-    assert_eq!(folders, mapped, "the subsystems on the map");
-    for floor in &map.floors {
+    assert_eq!(entries, mapped, "the floors of the map");
+    for floor in map.floors.iter().filter(|f| !f.subsystem.is_empty()) {
+        if !is_folder(std::slice::from_ref(&floor.subsystem)) {
+            assert!(
+                floor.rooms.is_empty() && floor.at_most == 0,
+                "{floor:?}: a file has no rooms"
+            );
+            continue;
+        }
         let rooms: BTreeSet<String> = std::fs::read_dir(src().join(&floor.subsystem))
             .unwrap()
             .map(|e| e.unwrap())
@@ -496,12 +615,6 @@ fn every_subsystem_has_the_rooms_the_map_lists_and_no_more_than_it_allows() {
             floor.subsystem,
             rooms.len(),
             floor.at_most
-        );
-    }
-    for face in &map.faces {
-        assert!(
-            src().join(face).join("mod.rs").is_file(),
-            "{face}: a folder"
         );
     }
 }
@@ -626,4 +739,322 @@ fn no_function_is_allowed_too_many_arguments() {
         allowed.is_empty(),
         "too_many_arguments allowed in {allowed:?}"
     );
+}
+
+/// The circles of the graph among rooms: each arrow lifted to the two modules under the deepest
+/// folder both are in (`aiter/module/hsa -> aiter/library` is `aiter/module -> aiter/library`;
+/// a folder and what is inside it are not two rooms), then each strongly connected set of more
+/// than one of them (rooms that import each other, directly or through others).
+fn circles(graph: &[Arrow]) -> Vec<Vec<String>> {
+    use std::collections::BTreeMap;
+    let mut next: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for a in graph {
+        let shared = a
+            .from
+            .iter()
+            .zip(&a.defined)
+            .take_while(|(x, y)| x == y)
+            .count();
+        if shared == a.from.len() || shared == a.defined.len() {
+            continue; // one is inside the other
+        }
+        let (from, to) = (&a.from[..=shared], &a.defined[..=shared]);
+        next.entry(name(from)).or_default().insert(name(to));
+    }
+    let reach = |start: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![start.to_string()];
+        while let Some(m) = todo.pop() {
+            for n in next.get(&m).into_iter().flatten() {
+                if seen.insert(n.clone()) {
+                    todo.push(n.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<String, BTreeSet<String>> =
+        next.keys().map(|m| (m.clone(), reach(m))).collect();
+    let mut found: BTreeSet<Vec<String>> = BTreeSet::new();
+    for (m, from_m) in &reaches {
+        let mut circle: Vec<String> = from_m
+            .iter()
+            .filter(|n| *n != m && reaches.get(*n).is_some_and(|r| r.contains(m)))
+            .cloned()
+            .collect();
+        if !circle.is_empty() {
+            circle.push(m.clone());
+            circle.sort();
+            found.insert(circle);
+        }
+    }
+    found.into_iter().collect()
+}
+
+#[test]
+fn no_rooms_import_each_other_directly_or_through_others() {
+    let graph = graph();
+    let found = circles(&graph);
+    let shown: Vec<String> = found
+        .iter()
+        .map(|c| {
+            let arrows: Vec<String> = graph
+                .iter()
+                .filter(|a| {
+                    let shared = a
+                        .from
+                        .iter()
+                        .zip(&a.defined)
+                        .take_while(|(x, y)| x == y)
+                        .count();
+                    shared < a.from.len()
+                        && shared < a.defined.len()
+                        && c.contains(&name(&a.from[..=shared]))
+                        && c.contains(&name(&a.defined[..=shared]))
+                })
+                .map(|a| format!("{} -> {} ({})", name(&a.from), name(&a.defined), a.path))
+                .collect();
+            format!("  {}:\n    {}", c.join(" <-> "), arrows.join("\n    "))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "rooms that import each other are one concern (one file, or one of them owns what both need):\n{}",
+        shown.join("\n")
+    );
+}
+
+/// The functions of a module's code longer than `limit` lines: `(name, lines)`, from the line
+/// of `fn` to the line of its closing brace.
+fn long_functions(code: &str, limit: usize) -> Vec<(String, usize)> {
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("fn ").map(|i| from + i) {
+        from = at + 3;
+        if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+            continue;
+        }
+        let name: String = code[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // The body opens at the first `{` before any `;` (a declaration without a body).
+        let Some(open) = code[at..].find(['{', ';']).map(|i| at + i) else {
+            break;
+        };
+        if bytes[open] == b';' || name.is_empty() {
+            continue;
+        }
+        let mut depth = 0;
+        let mut close = open;
+        for (i, b) in code[open..].bytes().enumerate() {
+            match b {
+                b'{' => depth += 1,
+                b'}' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                close = open + i;
+                break;
+            }
+        }
+        let lines = code[at..=close].lines().count();
+        if lines > limit {
+            out.push((name, lines));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_longer_than_the_map_says() {
+    let limit = map().longest_function;
+    let long: Vec<String> = modules()
+        .into_iter()
+        .flat_map(|(m, code)| {
+            long_functions(&code, limit)
+                .into_iter()
+                .map(move |(f, lines)| format!("{}::{f}: {lines} lines", name(&m)))
+        })
+        .collect();
+    assert!(long.is_empty(), "functions over {limit} lines: {long:#?}");
+    let text = "fn a() {\n    if x { y }\n}\nfn b();\nfn c() {\n\n\n\n}\n";
+    assert_eq!(long_functions(text, 3), [("c".to_string(), 5)]);
+}
+
+/// The names a face gives: what it re-exports and the items it declares public to the crate.
+fn face_names(face: &[String], modules: &[(Module, String)]) -> BTreeSet<String> {
+    let faces = reexports(modules);
+    let mut names: BTreeSet<String> = faces
+        .get(face)
+        .map(|names| names.keys().cloned().collect())
+        .unwrap_or_default();
+    let code = &modules.iter().find(|(m, _)| m == face).expect("a face").1;
+    // A re-export's new name (`pub use a::{b as c}` gives `c`).
+    for statement in code
+        .split(';')
+        .filter(|s| s.trim_start().starts_with("pub"))
+    {
+        if statement.contains(" use ") {
+            for alias in statement.split(" as ").skip(1) {
+                names.insert(
+                    alias
+                        .trim_start()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect(),
+                );
+            }
+        }
+    }
+    for line in code.lines().map(str::trim_start) {
+        let Some(rest) = line.strip_prefix("pub") else {
+            continue;
+        };
+        let rest = rest.split_once(") ").map_or(rest, |(_, r)| r).trim_start();
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        if let [kind, item, ..] = words[..]
+            && [
+                "fn", "struct", "enum", "trait", "type", "const", "static", "mod",
+            ]
+            .contains(&kind)
+        {
+            let item: String = item
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            names.insert(item);
+        }
+    }
+    names
+}
+
+#[test]
+fn the_faces_table_names_every_folder_reached_from_outside_and_what_its_face_gives() {
+    let (map, graph, modules) = (map(), graph(), modules());
+    // The folders inside a subsystem reached by a module neither inside nor above them.
+    let reached: BTreeSet<String> = graph
+        .iter()
+        .filter(|a| a.to.len() >= 2 && is_folder(&a.to))
+        .filter(|a| !a.from.starts_with(&a.to) && !a.to.starts_with(&a.from))
+        .map(|a| name(&a.to))
+        .collect();
+    let listed: BTreeSet<String> = map.faces.iter().map(|(f, _)| f.clone()).collect();
+    assert_eq!(
+        listed.difference(&reached).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "faces on the map of folders no module outside them reaches (or that do not exist)"
+    );
+    assert_eq!(
+        reached.difference(&listed).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "folders reached from outside without a row in the faces table"
+    );
+    for (face, said) in &map.faces {
+        let module: Module = face.split('/').map(String::from).collect();
+        let gives = face_names(&module, &modules);
+        let identifier = |w: &&String| {
+            w.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && w.chars().next().is_some_and(|c| c.is_alphabetic())
+        };
+        let missing: Vec<&String> = said
+            .iter()
+            .filter(identifier)
+            .filter(|w| !gives.contains(*w))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "the map says {face}/'s face gives {missing:?}; it gives {gives:?}"
+        );
+    }
+}
+
+#[test]
+fn aiter_rooms_import_exactly_the_rooms_below_them_the_map_lists() {
+    let (map, graph) = (map(), graph());
+    let aiter = &map
+        .floors
+        .iter()
+        .find(|f| f.subsystem == "aiter")
+        .unwrap()
+        .rooms;
+    let ordered: BTreeSet<String> = map
+        .aiter_order
+        .iter()
+        .map(|(room, _)| format!("aiter/{room}"))
+        .collect();
+    let rooms: BTreeSet<String> = aiter
+        .iter()
+        .map(|r| format!("aiter/{}", module_named(r)))
+        .collect();
+    assert_eq!(ordered, rooms, "the order inside aiter/ lists its rooms");
+    let mut imports: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for a in &graph {
+        let (Some(from), Some(to)) = (a.from.get(1), a.defined.get(1)) else {
+            continue;
+        };
+        if a.from[0] == "aiter" && a.defined[0] == "aiter" && from != to {
+            imports.entry(from.clone()).or_default().insert(to.clone());
+        }
+    }
+    for (i, (room, listed)) in map.aiter_order.iter().enumerate() {
+        let below: BTreeSet<&String> = map.aiter_order[..i].iter().map(|(r, _)| r).collect();
+        let above: Vec<&String> = listed.iter().filter(|r| !below.contains(r)).collect();
+        assert!(
+            above.is_empty(),
+            "aiter/{room} is listed importing {above:?}, not below it"
+        );
+        let actual = imports.get(room).cloned().unwrap_or_default();
+        assert_eq!(&actual, listed, "what aiter/{room} imports");
+    }
+}
+
+#[test]
+fn each_value_of_the_map_has_its_methods_in_one_file() {
+    let map = map();
+    assert!(!map.one_file.is_empty());
+    for (value, file, at_most) in &map.one_file {
+        let header = format!("impl {value} {{");
+        let holders: Vec<String> = modules()
+            .into_iter()
+            .filter(|(_, code)| code.contains(&header))
+            .map(|(m, _)| name(&m))
+            .collect();
+        assert_eq!(
+            holders,
+            std::slice::from_ref(file),
+            "the files with `{header}`"
+        );
+        let module: Module = file.split('/').map(String::from).collect();
+        let code = modules().into_iter().find(|(m, _)| *m == module).unwrap().1;
+        let block = &code[code.find(&header).unwrap()..];
+        let mut depth = 0;
+        let end = block
+            .char_indices()
+            .find(|(_, c)| {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => return false,
+                }
+                depth == 0
+            })
+            .map(|(i, _)| i)
+            .unwrap();
+        let methods = block[..end]
+            .lines()
+            .filter(|l| l.starts_with("    ") && !l.starts_with("     "))
+            .filter(|l| {
+                l.trim_start().starts_with("pub fn ")
+                    || l.trim_start().starts_with("fn ")
+                    || l.trim_start().starts_with("pub(crate) fn ")
+                    || l.trim_start().starts_with("pub(super) fn ")
+            })
+            .count();
+        assert!(
+            methods <= *at_most,
+            "{value} has {methods} methods in {file}; the map allows {at_most}"
+        );
+    }
 }

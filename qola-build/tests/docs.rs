@@ -1,6 +1,7 @@
 //! The docs' snippets: every block a user would copy is run by a test as written or marked an
 //! excerpt (see `qola_tests::docs`), and the nginx server of docs/team-builds.md, as written,
-//! serves ccache's remote storage and takes a prebuilt publish on loopback.
+//! serves ccache's remote storage and takes a prebuilt publish on loopback; the README stays one
+//! page (at most 150 lines, the rest in docs/).
 
 #![allow(clippy::disallowed_methods)] // tests read their own environment
 
@@ -195,5 +196,15 @@ print(put, move, r.status, r.read().decode())
     assert!(
         matches!(out.trim(), "201 201 200 archive" | "201 204 200 archive"),
         "{out}"
+    );
+}
+
+#[test]
+fn the_readme_is_one_page_of_at_most_150_lines() {
+    let readme = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let lines = std::fs::read_to_string(&readme).unwrap().lines().count();
+    assert!(
+        lines <= 150,
+        "README.md has {lines} lines: move the rest to docs/"
     );
 }

@@ -46,18 +46,16 @@ pub mod registry;
 pub use error::AiterError;
 pub(crate) use error::{ModuleKeyError, Result};
 pub(crate) use library::library_in;
-pub use library::{
-    AiterLibrary, Api, ApiGeneration, CppApi, ForwardExtra, TreeApi, detect_api_generation,
-    library, read_api,
-};
+pub use library::{AiterLibrary, Api, CppApi, library};
 pub use module::{
     AiterModule, AiterModuleSpec, Batch, CK_UNIT_MEMORY, EmbeddedHsa, Generated,
     check_ck_toolchain, ck_filter, embed_hsa, prepare_module,
 };
-pub(crate) use module::{CkInstances, Refusals, ck_filter_in, generator_python};
+pub(crate) use module::{CkInstances, Refusals, ck_filter_in};
 pub use output::{
     BuildOutcome, BuildPlan, BuildRecord, GeneratorPlan, ModulePlan, ModuleRecord, OutputBuild,
     Summary, check_groups,
 };
 pub use recipe::CoreFlags;
 pub use recipe::{AiterPaths, ModuleRecipe};
+pub use recipe::{ApiGeneration, ForwardExtra, TreeApi, detect_api_generation, read_api};

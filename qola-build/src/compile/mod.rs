@@ -53,7 +53,6 @@ pub use launcher::{LauncherHits, RemoteFailures};
 pub(crate) use passes::read_guard;
 pub use report::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport};
 pub(crate) use resolve::DirectBuild;
-pub(crate) use resolve::Roots;
 pub(crate) use resolve::flag_variables;
 pub(crate) use resolve::job_limit;
 pub(crate) use timings::{

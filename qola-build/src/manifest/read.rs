@@ -349,37 +349,51 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
         m.hsa_subdirs = r.strings(v, key("hsa_subdirs"));
     }
     if let Some(v) = t.get("md_name") {
-        // A Python expression, as QoLA evaluates every key of an entry that is not its own
-        // (and as AITER's optCompilerConfig writes it): a string literal, `"'libgemm_x'"`.
-        m.md_name = r.string(v, key("md_name")).and_then(|text| match python_string(&text) {
-            Some(name) => Some(name),
-            None => {
-                r.problem(
-                    v.span().start,
-                    key("md_name"),
-                    format!(
-                        "{text:?} is not a Python string literal: md_name is evaluated as a Python expression (QoLA evaluates it so, as AITER's optCompilerConfig.json entries); write the name with its quotes, md_name = \"'{}'\"",
-                        text.trim().trim_matches(['\'', '"'])
-                    ),
-                );
-                None
-            }
-        });
-        if let Some(name) = &m.md_name
-            && (name.is_empty() || name.contains(['/', '\0']))
-        {
+        m.md_name = md_name(r, v);
+    }
+    recipe_keys(r, t, &mut m.recipe);
+    Some(m)
+}
+
+/// A module's `md_name`: a Python string literal naming a library file.
+fn md_name(r: &mut Reader, v: &Value) -> Option<String> {
+    // A Python expression, as QoLA evaluates every key of an entry that is not its own
+    // (and as AITER's optCompilerConfig writes it): a string literal, `"'libgemm_x'"`.
+    let key = || "[[modules]] md_name".to_string();
+    let md_name = r.string(v, key()).and_then(|text| match python_string(&text) {
+        Some(name) => Some(name),
+        None => {
             r.problem(
                 v.span().start,
-                key("md_name"),
-                format!("{name:?} cannot name a library file"),
+                key(),
+                format!(
+                    "{text:?} is not a Python string literal: md_name is evaluated as a Python expression (QoLA evaluates it so, as AITER's optCompilerConfig.json entries); write the name with its quotes, md_name = \"'{}'\"",
+                    text.trim().trim_matches(['\'', '"'])
+                ),
             );
+            None
         }
+    });
+    if let Some(name) = &md_name
+        && (name.is_empty() || name.contains(['/', '\0']))
+    {
+        r.problem(
+            v.span().start,
+            key(),
+            format!("{name:?} cannot name a library file"),
+        );
     }
+    md_name
+}
+
+/// The keys of a `[[modules]]` entry that are AITER's (optCompilerConfig.json's), into `recipe`.
+fn recipe_keys(r: &mut Reader, t: &DeTable, recipe: &mut BTreeMap<String, serde_json::Value>) {
+    let key = |k: &str| format!("[[modules]] {k}");
     for field in RECIPE_LISTS {
         if let Some(v) = t.get(*field)
             && let Some(items) = r.strings(v, key(field))
         {
-            m.recipe.insert(field.to_string(), serde_json::json!(items));
+            recipe.insert(field.to_string(), serde_json::json!(items));
         }
     }
     for field in RECIPE_BOOLS {
@@ -402,7 +416,7 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
             );
             continue;
         }
-        m.recipe.insert(field.to_string(), serde_json::json!(b));
+        recipe.insert(field.to_string(), serde_json::json!(b));
     }
     // AITER's table of a source (or wildcard) to its own HIP flags.
     if let Some(v) = t.get("flags_extra_hip_per_source")
@@ -418,7 +432,7 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
                 map.insert(pattern.get_ref().to_string(), serde_json::json!(flags));
             }
         }
-        m.recipe.insert(
+        recipe.insert(
             "flags_extra_hip_per_source".to_string(),
             serde_json::Value::Object(map),
         );
@@ -427,10 +441,9 @@ fn module(r: &mut Reader, at: usize, t: &DeTable) -> Option<Module> {
         if let Some(v) = t.get(*field)
             && let Some(s) = r.string(v, key(field))
         {
-            m.recipe.insert(field.to_string(), serde_json::json!(s));
+            recipe.insert(field.to_string(), serde_json::json!(s));
         }
     }
-    Some(m)
 }
 
 /// A value as the manifest writes it (for messages).

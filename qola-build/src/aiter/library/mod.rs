@@ -6,13 +6,6 @@
 //! its exports (QoLA's C++ API: the registry's `add_srcs` and version script, see
 //! [`crate::aiter::registry`]).
 
-mod api_generation;
-
-use crate::aiter::registry::{self, Context, Registry};
-pub use api_generation::{
-    ApiGeneration, ForwardExtra, TreeApi, detect as detect_api_generation, read_api,
-};
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -21,6 +14,8 @@ use crate::aiter::module::CkInstances;
 use crate::aiter::module::{AiterModule, AiterModuleSpec, Refusals, prepare_module_in};
 use crate::aiter::module::{EmbeddedHsa, HsaForm, absent_hsa, embed_hsa, embed_hsa_map};
 use crate::aiter::recipe::AiterPaths;
+use crate::aiter::recipe::{ApiGeneration, TreeApi, detect_api_generation, read_api};
+use crate::aiter::registry::{self, Context, Registry};
 use crate::build_script::{Directives, Env};
 use crate::common::io::write_if_changed;
 

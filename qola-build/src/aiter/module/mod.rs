@@ -7,7 +7,6 @@ mod codegen;
 mod flags;
 mod hsa;
 mod needs;
-mod python_needs;
 mod third_party;
 mod tree_headers;
 
@@ -328,9 +327,9 @@ pub(crate) fn prepare_module_in(
         .map(PathBuf::from)
         .collect();
     let core_py = [paths.root.join("aiter/jit/core.py")];
-    python_needs::check(
-        &generator_python(env)?,
-        &python_needs::needs_of(&paths.meta, &scripts, &core_py),
+    recipe::check_python(
+        &recipe::generator_python(env)?,
+        &recipe::python_needs(&paths.meta, &scripts, &core_py),
     )?;
     let generated = generate(spec, &recipe, env, ck_instances)?;
     let mut sources: Vec<PathBuf> = recipe.srcs.clone();
@@ -438,7 +437,7 @@ fn recipe_of(
     // The registry's entry (QoLA's cpp_itfs replacements): after the manifest's overrides, as
     // QoLA applies it, so its generators are neither dropped nor given another receipt.
     if let Some(entry) = spec.registry().entry(&spec.module.name) {
-        let generation = crate::aiter::library::detect_api_generation(spec.root).ok();
+        let generation = recipe::detect_api_generation(spec.root).ok();
         let cx = Context {
             paths,
             api_generation: generation.map(|g| g.name()),
@@ -513,28 +512,6 @@ fn recipe_of(
     Ok((recipe, warnings, ck_enabled))
 }
 
-/// The Python that runs AITER's and CK's generators: `QOLA_PYTHON`; else the Python beside
-/// qola's own executable (`bin/python3` of the venv qola's wheel was installed into, activated
-/// or not: QoLA and AITER run the generators with the Python that runs them, and the wheel brings
-/// what they need); else `python3` on `PATH`.
-pub(crate) fn generator_python(env: &Env) -> Result<PathBuf> {
-    if let Some(p) = env.var_os("QOLA_PYTHON") {
-        return Ok(PathBuf::from(p));
-    }
-    let beside_qola = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join("python3")))
-        .filter(|python| python.is_file());
-    if let Some(python) = beside_qola {
-        return Ok(python);
-    }
-    which::which_in("python3", env.path(), ".").map_err(|_| AiterError::Codegen {
-        command: "python3".to_string(),
-        stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` and `pandas` modules".to_string(),
-        origin: None,
-    })
-}
-
 /// Runs (or reuses) each of the recipe's code generators into `gen_dir`; their scripts'
 /// directories and `optCompilerConfig.json` are the build's inputs.
 fn generate(
@@ -544,7 +521,7 @@ fn generate(
     ck_instances: CkInstances,
 ) -> Result<Vec<Generated>> {
     let directives = env.directives();
-    let python = generator_python(env)?;
+    let python = recipe::generator_python(env)?;
     let gen_root = spec.gen_dir.join(&recipe.name);
     let mut generated = Vec::new();
     directives.rerun_if_changed(&spec.root.join("aiter/jit/optCompilerConfig.json"));

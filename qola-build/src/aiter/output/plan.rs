@@ -2,19 +2,14 @@
 //! each compile with its cache key and whether it is cached, the link), without compiling: the
 //! same [`crate::aiter::library`] assembly as the build (wrapper, defines, embedded hsa, exports), so
 //! the plan is exactly what the build runs. Code generation does run (its output decides the
-//! units). See [`super::OutputBuild::try_plan`].
+//! units). See [`crate::OutputBuild::try_plan`].
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::OutputBuild;
-use super::ck_jit::CkJit;
-use crate::aiter::Refusals;
-use crate::aiter::Result;
 use crate::aiter::module::Generated;
 use crate::aiter::prebuilt::LibraryKey;
-use crate::build_script::{Directives, Env};
 use crate::compile::CompilePlan;
 
 /// One code generator of a module.
@@ -84,76 +79,4 @@ pub struct ModulePlan {
     pub compile: Option<CompilePlan>,
     /// The library key (`--prebuilt`, `--publish`) and its inputs, or why there is none.
     pub library_key: LibraryKey,
-}
-
-impl OutputBuild {
-    /// What [`OutputBuild::try_build`] would run for each module (code generation runs; nothing
-    /// compiles or links), and what it would warn about.
-    pub fn try_plan(&self) -> Result<BuildPlan> {
-        let directives = Directives::new(false);
-        let env = Env::new(&directives);
-        let mut ctx = self.inputs(&env)?;
-        let selected = self.select(&env, &ctx)?;
-        let keys = self.keys(&env, &ctx, &selected)?;
-        let mut warnings = self.prepare_tree(&env, &mut ctx)?;
-        warnings.extend(ctx.warnings.iter().cloned());
-        if let Some(ck_jit) = &ctx.ck_jit {
-            warnings.push(format!(
-                "{}; the plans below are qola's own: at build time the CK units of {} go to ck-jit's interceptor, one call each, and ck-jit links",
-                ck_jit.notice(),
-                selected
-                    .iter()
-                    .filter(|s| CkJit::takes(&s.so_path))
-                    .map(|s| s.md_name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        let mut plans = Vec::new();
-        let refused = std::cell::RefCell::new(Vec::new());
-        for (s, library_key) in selected.into_iter().zip(keys) {
-            let lib = self.assemble(&env, &ctx, &s, Refusals::Note(&refused))?;
-            let compile = match lib.build.plan_in(&s.md_name, &env) {
-                Ok(compile) => Some(compile),
-                // The compiler the build would refuse cannot plan the compiles either: the plan
-                // shows the rest.
-                Err(e) if !refused.borrow().is_empty() => {
-                    warnings.push(format!(
-                        "{}: no compile plan with this compiler: {e}",
-                        s.md_name
-                    ));
-                    None
-                }
-                Err(e) => return Err(e.into()),
-            };
-            warnings.extend(
-                lib.module
-                    .warnings
-                    .iter()
-                    .map(|w| format!("{}: {w}", s.md_name)),
-            );
-            plans.push(ModulePlan {
-                md_name: s.md_name.clone(),
-                group: s.module.group.clone(),
-                verbose: self.verbose || lib.module.recipe.verbose,
-                generators: lib
-                    .module
-                    .generated
-                    .iter()
-                    .map(crate::aiter::output::plan::GeneratorPlan::of)
-                    .collect(),
-                dropped_flags: lib.module.dropped_flags.clone(),
-                core_flags: lib.module.core_flags.clone(),
-                hsa_blobs: lib.hsa.blobs,
-                batches: lib.module.batches.clone(),
-                compile,
-                library_key,
-            });
-        }
-        Ok(BuildPlan {
-            modules: plans,
-            warnings,
-            refused: refused.into_inner(),
-        })
-    }
 }

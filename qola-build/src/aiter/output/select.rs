@@ -1,14 +1,21 @@
 //! Which modules a `qola build` builds: every `[[modules]]` entry, or those of the groups
-//! asked for, each with its library's path and its CK filter.
+//! asked for, each with its library's path and, for a prebuilt group, where its libraries are.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::{Inputs, OutputBuild, Selected};
-use crate::aiter::module::ck_filter_in;
 use crate::aiter::{AiterError, Result};
 use crate::build_script::{Directives, Env};
 use crate::manifest::{Manifest, ManifestError, Module};
 use crate::prepare::Prepare;
+
+/// A module selected, with where its library goes.
+pub(super) struct Selected {
+    pub module: Module,
+    pub md_name: String,
+    pub so_path: PathBuf,
+    /// A prebuilt group's directory (`QOLA_PREBUILT_DIR_<GROUP>`) its library is copied from.
+    pub prebuilt: Option<PathBuf>,
+}
 
 /// Every group of `groups` is the group of some `[[modules]]` entry of `manifest`.
 fn groups_exist(manifest: &Manifest, groups: &[String]) -> Result<()> {
@@ -52,42 +59,42 @@ pub(super) fn group_list<'a>(lists: impl IntoIterator<Item = &'a str>) -> Vec<St
         .collect()
 }
 
-impl OutputBuild {
-    /// The modules to build, in manifest order.
-    pub(super) fn select(&self, env: &Env, ctx: &Inputs) -> Result<Vec<Selected>> {
-        let groups: Vec<String> = if !self.groups.is_empty() {
-            self.groups.clone()
-        } else {
-            group_list(env.var("QOLA_BUILD_GROUPS")?.as_deref())
-        };
-        groups_exist(&ctx.manifest, &groups)?;
-        let mut selected = Vec::new();
-        for module in &ctx.manifest.modules {
-            if !groups.is_empty() && !module.group.as_ref().is_some_and(|g| groups.contains(g)) {
-                continue;
-            }
-            let md_name = match &ctx.namespace {
-                Some(ns) => format!("{ns}_{}", module.md_name()),
-                None => module.md_name().to_string(),
-            };
-            let prebuilt = match &module.group {
-                Some(group) => env
-                    .var_os(&format!("QOLA_PREBUILT_DIR_{}", group.to_ascii_uppercase()))
-                    .map(PathBuf::from),
-                None => None,
-            };
-            selected.push(Selected {
-                module: module.clone(),
-                so_path: self.output_dir.join("lib").join(format!("{md_name}.so")),
-                md_name,
-                prebuilt,
-            });
+/// The modules to build (those of `groups`, else of `QOLA_BUILD_GROUPS`, else all), in
+/// manifest order, their libraries under `output_dir`.
+pub(super) fn select(
+    env: &Env,
+    manifest: &Manifest,
+    namespace: Option<&str>,
+    groups: &[String],
+    output_dir: &Path,
+) -> Result<Vec<Selected>> {
+    let groups: Vec<String> = if !groups.is_empty() {
+        groups.to_vec()
+    } else {
+        group_list(env.var("QOLA_BUILD_GROUPS")?.as_deref())
+    };
+    groups_exist(manifest, &groups)?;
+    let mut selected = Vec::new();
+    for module in &manifest.modules {
+        if !groups.is_empty() && !module.group.as_ref().is_some_and(|g| groups.contains(g)) {
+            continue;
         }
-        Ok(selected)
+        let md_name = match namespace {
+            Some(ns) => format!("{ns}_{}", module.md_name()),
+            None => module.md_name().to_string(),
+        };
+        let prebuilt = match &module.group {
+            Some(group) => env
+                .var_os(&format!("QOLA_PREBUILT_DIR_{}", group.to_ascii_uppercase()))
+                .map(PathBuf::from),
+            None => None,
+        };
+        selected.push(Selected {
+            module: module.clone(),
+            so_path: output_dir.join("lib").join(format!("{md_name}.so")),
+            md_name,
+            prebuilt,
+        });
     }
-
-    /// The module's CK filter (see [`crate::aiter::ck_filter`]), `--filter` as the build's.
-    pub(super) fn ck_filter_of(&self, env: &Env, module: &Module) -> Result<Option<String>> {
-        ck_filter_in(env, &module.name, self.ck_filter.clone())
-    }
+    Ok(selected)
 }

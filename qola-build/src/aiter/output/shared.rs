@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{Inputs, OutputBuild};
+use super::inputs::Inputs;
 use crate::aiter::Result;
 use crate::aiter::library::CppApi;
 use crate::build_script::Env;
@@ -35,32 +35,30 @@ fn copy_configs(from: &Path, to: &Path, under: &str) -> Result<Vec<String>> {
     Ok(copied)
 }
 
-impl OutputBuild {
-    /// Writes what every module of the output directory shares, from the prepared tree: the
-    /// public headers, the tree's headers they include and AITER's tuning tables. Returns their paths under the output
-    /// directory.
-    pub(super) fn write_shared(&self, env: &Env, ctx: &Inputs) -> Result<Vec<String>> {
-        let api = CppApi::resolve_in(
-            &ctx.registry,
-            &ctx.root,
-            &self.output_dir.join("_qola").join("gen"),
-            env,
-        )?;
-        api.write_headers(&self.output_dir.join("include"), ctx.namespace.as_deref())?;
-        let mut files: Vec<String> = api
-            .header_names()
-            .map(|name| format!("include/{name}"))
-            .collect();
-        files.extend(crate::aiter::module::copy_tree_headers(
-            &api.headers,
-            &ctx.root,
-            &self.output_dir,
-        )?);
-        files.extend(copy_configs(
-            &ctx.root.join("aiter/configs"),
-            &self.output_dir.join("configs"),
-            "configs",
-        )?);
-        Ok(files)
-    }
+/// Writes what every module of the output directory `out` shares, from the prepared tree: the
+/// public headers, the tree's headers they include and AITER's tuning tables. Returns their
+/// paths under `out`.
+pub(super) fn write_shared(env: &Env, ctx: &Inputs, out: &Path) -> Result<Vec<String>> {
+    let api = CppApi::resolve_in(
+        &ctx.registry,
+        &ctx.root,
+        &out.join("_qola").join("gen"),
+        env,
+    )?;
+    api.write_headers(&out.join("include"), ctx.namespace.as_deref())?;
+    let mut files: Vec<String> = api
+        .header_names()
+        .map(|name| format!("include/{name}"))
+        .collect();
+    files.extend(crate::aiter::module::copy_tree_headers(
+        &api.headers,
+        &ctx.root,
+        out,
+    )?);
+    files.extend(copy_configs(
+        &ctx.root.join("aiter/configs"),
+        &out.join("configs"),
+        "configs",
+    )?);
+    Ok(files)
 }

@@ -52,11 +52,12 @@ pub(crate) mod key;
 mod remote;
 mod signing;
 mod store;
+mod store_options;
 mod stores;
 
 pub(crate) use key::{KeyContext, interpreter_identity};
 
 pub use key::{FORMAT, KeyInputs, LibraryKey, RECIPE_VERSION};
-pub(crate) use signing::{Trust, trust_and_signer};
 pub use signing::{default_key_files, generate_key, show_key};
+pub use store_options::StoreOptions;
 pub(crate) use stores::{Arrival, Stores};

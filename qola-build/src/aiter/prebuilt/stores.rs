@@ -1,12 +1,17 @@
 //! One build's stores: where it fetches from (`--prebuilt`), whether it checks what it fetched
-//! against a build from source (`--verify`), where it publishes (`--publish`).
+//! against a build from source (`--verify`), where it publishes (`--publish`); and what a
+//! `qola build` asks of them, as it asks the cache: a module's files by its key before any
+//! checkout ([`Stores::ask`]), what was built here checked, recorded and published
+//! ([`Stores::settle`]), a fetched module said ([`Stores::say_fetched`]).
 
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::archive::Index;
+use super::key::LibraryKey;
 use super::remote::{Fetched, Remote, Staging, write_record};
 use super::signing::{Signer, Trust};
+use crate::aiter::{AiterError, Result};
 
 /// The stores of one build.
 #[derive(Debug)]
@@ -144,5 +149,118 @@ impl Stores {
                 ),
             },
         ))
+    }
+
+    /// Asks for a module's files by its library key, when there is a store to fetch from: what
+    /// arrived (a miss is said, as the module is then built from source), and the seconds it
+    /// took.
+    pub(crate) fn ask(
+        &self,
+        out_dir: &Path,
+        md_name: &str,
+        key: &LibraryKey,
+    ) -> (Option<Arrival>, f64) {
+        if self.fetch.is_none() {
+            return (None, 0.0);
+        }
+        let start = Instant::now();
+        let arrival = match key {
+            LibraryKey::Key { key, .. } => self.arrive(out_dir, md_name, key),
+            LibraryKey::None { why } => {
+                Some(Arrival::Miss(format!("{md_name}: no library key: {why}")))
+            }
+        };
+        if let Some(Arrival::Miss(why)) = &arrival {
+            eprintln!("qola: warning: {why}; building it from source");
+        }
+        (arrival, start.elapsed().as_secs_f64())
+    }
+
+    /// After a module was built here: with `--verify`, its files against the prebuilt's (a
+    /// difference fails the module); then its library and `shared_files` recorded as its key's,
+    /// and published when there is a store to publish to. A module without a key is not
+    /// published, and says why.
+    pub(crate) fn settle(
+        &self,
+        out_dir: &Path,
+        md_name: &str,
+        key: &LibraryKey,
+        arrival: Option<&Arrival>,
+        shared_files: &[String],
+    ) -> Result<()> {
+        let key = match key {
+            LibraryKey::Key { key, .. } => key,
+            LibraryKey::None { why } => {
+                if let Some(url) = self.publish_url() {
+                    eprintln!(
+                        "qola: warning: {md_name}: not published to {url}: no library key: {why}"
+                    );
+                }
+                return Ok(());
+            }
+        };
+        if let Some(Arrival::Staged(staged)) = arrival {
+            let differ = staged.differences(out_dir);
+            if !differ.is_empty() {
+                return Err(AiterError::InvalidOption {
+                    option: format!("--verify {}", staged.url),
+                    problem: format!(
+                        "the prebuilt {md_name} of key {key} differs from this build in {}: the builds are not reproducible, or the key misses an input; report it with both files",
+                        differ.join(", ")
+                    ),
+                });
+            }
+            eprintln!(
+                "qola build: {md_name}: the prebuilt from {} is byte-identical to this build",
+                staged.url
+            );
+        }
+        let mut files = vec![format!("lib/{md_name}.so")];
+        files.extend(shared_files.iter().cloned());
+        match self.built(out_dir, md_name, key, &files) {
+            Ok(Some(line)) => eprintln!("qola build: {line}"),
+            Ok(None) => {}
+            Err(warning) => eprintln!("qola: warning: {warning}"),
+        }
+        Ok(())
+    }
+
+    /// Says where a module fetched by `key` came from (`bytes` in `seconds`; 0 bytes: already
+    /// in place); with `timings_dir` and something fetched, writes its timings report (that
+    /// line, the fetch's seconds, no job) there, where a build's would be.
+    pub(crate) fn say_fetched(
+        &self,
+        md_name: &str,
+        key: &LibraryKey,
+        (bytes, seconds): (u64, f64),
+        timings_dir: Option<PathBuf>,
+    ) {
+        let key = key.key().unwrap_or_default();
+        let line = format!(
+            "{md_name}: prebuilt {} from {} ({}): nothing compiled",
+            &key[..key.len().min(16)],
+            self.fetch_url().unwrap_or_default(),
+            match bytes {
+                0 => "already in place, nothing fetched".to_string(),
+                n => format!(
+                    "{} fetched in {seconds:.2} s",
+                    crate::common::text::scaled_size(n)
+                ),
+            }
+        );
+        eprintln!("qola build: {line}");
+        let Some(dir) = timings_dir.filter(|_| bytes > 0) else {
+            return;
+        };
+        match crate::compile::write_prebuilt_timings(&dir, md_name, line, seconds) {
+            Ok(path) => eprintln!(
+                "qola build: {md_name}: timings: {}",
+                crate::compile::where_timings_are(&path)
+            ),
+            Err(e) => eprintln!(
+                "qola: warning: cannot write the timings report in {}: {e}",
+                dir.display()
+            ),
+        }
     }
 }

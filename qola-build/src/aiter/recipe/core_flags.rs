@@ -189,7 +189,7 @@ pub(crate) fn core_flags(
 /// Runs the helper on `request`; the error says why, in the helper's words.
 fn run_helper(request: &[u8], env: &Env) -> std::result::Result<Answer, String> {
     use std::io::Write;
-    let python = crate::aiter::generator_python(env).map_err(|e| e.to_string())?;
+    let python = super::generator_python(env).map_err(|e| e.to_string())?;
     let mut child = Command::new(&python)
         .arg("-c")
         .arg(HELPER)

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use crate::aiter::Result;
+use crate::aiter::recipe::{ForwardExtra, TreeApi};
 use crate::aiter::registry::{Base, Registry};
-use crate::aiter::{ForwardExtra, TreeApi};
 use crate::common::io::write_if_changed;
 
 /// Every file of `cpp_api/`, by its path there.

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use qola_build::aiter::prebuilt::StoreOptions;
 use qola_build::manifest::BuildMode;
 use qola_build::{OutputBuild, Prepare};
 
@@ -330,19 +331,19 @@ impl BuildCmd {
         if let Some(registry) = &self.registry {
             build.registry(registry);
         }
+        let mut stores = StoreOptions::new();
         if let Some(url) = &self.prebuilt {
-            build.prebuilt(url);
+            stores.fetch(url);
         }
         if let Some(url) = &self.publish {
-            build.publish(url);
+            stores.publish(url);
         }
-        build.verify(self.verify);
+        stores.verify(self.verify);
         if let Some(key) = &self.sign_key {
-            build.sign_key(key);
+            stores.sign_key(key);
         }
-        if !self.trust.is_empty() {
-            build.trust(&self.trust);
-        }
+        stores.trust(&self.trust);
+        build.prebuilt_stores(stores);
         build
     }
 }

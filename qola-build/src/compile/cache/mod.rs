@@ -66,6 +66,7 @@ pub(crate) mod key;
 mod layer;
 mod lease;
 mod records;
+mod roots;
 mod usage;
 
 pub(crate) use key::unit_id;
@@ -78,7 +79,6 @@ use std::time::SystemTime;
 use crate::build_script::Directives;
 use crate::common::hooks::Hooks;
 use crate::common::lock;
-use crate::compile::Roots;
 use crate::compile::{CompileError, Result};
 pub(crate) use claims::{Busy, Claims};
 pub(crate) use key::Changed;
@@ -88,6 +88,7 @@ use layer::{Layer, Unusable};
 pub(crate) use lease::Evicted;
 pub use records::Cleared;
 pub(crate) use records::{Compiled, Measured, Origin, Recorded, UnitFacts};
+pub(crate) use roots::Roots;
 pub use usage::{BuildStats, CacheUsage, GroupUsage};
 pub(crate) use usage::{default_max_size, parse_size, usage_of};
 

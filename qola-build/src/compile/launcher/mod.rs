@@ -9,7 +9,7 @@
 //! |---|---|---|---|---|---|
 //! | none (`none.rs`) | no launcher | — | — | — | yes |
 //! | ccache (`ccache.rs`) | the program is `ccache*` | `CCACHE_BASEDIR` (the links' directory), `CCACHE_NOHASHDIR=1` | — | `ccache --print-stats` | when ccache answered none |
-//! | sccache (`sccache.rs`) | the program is `sccache*` | `SCCACHE_BASEDIRS` (the links' directory) | its own for the build | `sccache --show-stats` | when sccache answered none |
+//! | sccache (`farm/sccache.rs`: sccache here, or on its farm with a `[dist]` config) | the program is `sccache*` | `SCCACHE_BASEDIRS` (the links' directory) | its own for the build | `sccache --show-stats` | when sccache answered none |
 //! | farm (`farm/`) | `sccache*` alone, and its config has `[dist]` | as sccache, plus qola's config | its own for the build | sccache's, with distributed compiles | no: the compiles ran elsewhere (as sccache when the farm is down) |
 //! | other (`other.rs`) | anything else (`distcc`, a script) | — | — | — | no: it may have answered from a cache |
 //!
@@ -27,7 +27,6 @@ mod farm;
 mod hits;
 mod none;
 mod other;
-mod sccache;
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -39,14 +38,13 @@ pub(crate) use ccache::Answer;
 pub use farm::ElsewhereReport;
 pub(crate) use hits::requests;
 pub use hits::{LauncherHits, RemoteFailures};
-pub(crate) use sccache::Sccache;
 
 /// A kind's detection: the kind when it takes `words` (the program first), for compiles in
 /// `links` (the roots' links directory).
 type Detect = fn(&Env, &[String], &Path) -> Result<Option<Box<dyn Kind>>>;
 
 /// The kinds, asked in order; a program none takes runs as given (`other.rs`).
-const KINDS: [Detect; 2] = [ccache::detect, sccache::detect];
+const KINDS: [Detect; 2] = [ccache::detect, farm::detect_sccache];
 
 /// What a launcher does for a build (see the module docs). A kind answers what applies to it;
 /// the defaults are a launcher that only wraps the command.

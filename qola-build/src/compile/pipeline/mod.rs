@@ -13,6 +13,7 @@
 //!    object under its key), link, watch the inputs, evict, record the build's statistics, and
 //!    finish the log.
 
+mod building;
 mod execute;
 mod link;
 pub(crate) mod plan;
@@ -35,6 +36,7 @@ use crate::compile::resolve::{Resolved, full_path};
 use crate::compile::run::{Echo, Estimate, Parallelism, available_memory, decide_parallelism};
 use crate::compile::{CompilePlan, CompileReport, PlannedJob, PlannedUnit, UnitReport};
 use crate::compile::{HipBuild, timings};
+use building::{Building, Jobs};
 use plan::{Looked, Unit, UnitPlan};
 use stage::Staged;
 
@@ -173,71 +175,6 @@ impl HipBuild {
         let measured: Vec<Option<u64>> = to_compile.iter().map(|id| objects.peak(id)).collect();
         let estimate = Estimate::choose(r.env_memory, &measured, self.memory_per_job);
         decide_parallelism(r.limit, &r.limit_source, estimate, available_memory())
-    }
-
-    /// Writes the timings report of the build (when asked for; see `timings`) that ran `ran`,
-    /// with its `summary` after `wall`: its path and how long writing it took. A report that
-    /// cannot be written is a warning, never a failed build.
-    fn write_timings(
-        b: &Building,
-        jobs: &Jobs,
-        (summary, wall): (String, std::time::Duration),
-    ) -> Option<(PathBuf, std::time::Duration)> {
-        let (staged, ran, parallelism) = (&jobs.staged, &jobs.ran, &jobs.parallelism);
-        let (directives, r, name, units, start, objects) = (
-            b.directives,
-            &b.resolved,
-            b.name,
-            &b.units,
-            b.start,
-            &b.objects,
-        );
-        if !r.timings {
-            return None;
-        }
-        let began = Instant::now();
-        let launcher = match objects.compile_tmpdir() {
-            Ok(tmpdir) => r.launcher.unit_answers(&stage::launcher_log(&tmpdir)),
-            Err(_) => Default::default(),
-        };
-        let names: Vec<(String, Vec<String>)> = units
-            .iter()
-            .map(|u| (u.name.clone(), u.holds.clone()))
-            .collect();
-        let timeline = timings::collect::timeline(
-            timings::Inputs {
-                library: name,
-                summary,
-                wall: wall.as_secs_f64(),
-                jobs: parallelism.jobs,
-                jobs_reason: &parallelism.reason,
-                memory: parallelism.memory,
-                units: Vec::new(),
-                spans: Vec::new(),
-            },
-            &staged.reports,
-            &names,
-            &timings::collect::Jobs {
-                labels: &staged.labels,
-                after: &staged.after,
-                outcomes: &ran.outcomes,
-                start,
-            },
-            &timings::collect::Answers {
-                launcher: &launcher,
-                distributed: r.launcher.distributes(),
-            },
-        );
-        match timeline.write(&r.out_dir) {
-            Ok(path) => Some((path, began.elapsed())),
-            Err(e) => {
-                directives.warning(&format!(
-                    "cannot write the timings report in {}: {e}",
-                    r.out_dir.display()
-                ));
-                None
-            }
-        }
     }
 
     /// Every command [`HipBuild::try_compile`] would run for `lib<name>.a`, with each unit's
@@ -519,7 +456,7 @@ impl HipBuild {
             source.unwrap_or_else(|| "a precompiled header".to_string()),
             b.start.elapsed().as_secs_f64()
         );
-        let timings = Self::write_timings(b, jobs, (summary, b.start.elapsed()));
+        let timings = b.write_timings(jobs, (summary, b.start.elapsed()));
         if let Some((path, _)) = timings {
             b.directives.info(&format!(
                 "timings of the failed build: {}",
@@ -589,7 +526,7 @@ impl HipBuild {
             _ => {
                 let summary = report.summary();
                 jobs.staged.reports = std::mem::take(&mut report.units);
-                let written = Self::write_timings(b, &jobs, (summary, report.elapsed));
+                let written = b.write_timings(&jobs, (summary, report.elapsed));
                 report.units = std::mem::take(&mut jobs.staged.reports);
                 written
             }
@@ -604,34 +541,5 @@ impl HipBuild {
             timings,
         )?;
         Ok(report)
-    }
-}
-
-/// The jobs of a build and how they ran: as staged, how many at once and why, each unit's line
-/// of the log, and the outcomes with what the launcher answered.
-struct Jobs {
-    staged: Staged,
-    parallelism: Parallelism,
-    log_units: Vec<(PathBuf, String)>,
-    ran: execute::Ran,
-}
-
-/// One build of `lib<name>` on its way: what it resolved, its cache, its units with their plan,
-/// and when it started.
-struct Building<'a> {
-    directives: &'a Directives,
-    resolved: Resolved,
-    objects: ObjectCache<'a>,
-    name: &'a str,
-    units: Vec<Unit>,
-    start: Instant,
-}
-
-impl Building<'_> {
-    /// The build's log (`qola-compile-<name>.log` in the output directory).
-    fn log(&self) -> PathBuf {
-        self.resolved
-            .out_dir
-            .join(format!("qola-compile-{}.log", self.name))
     }
 }

@@ -16,11 +16,10 @@ use crate::compile::launcher::{Compile, Launcher};
 use crate::compile::passes::{Layout, LayoutProbe, probe_layout};
 use crate::compile::{CompileError, Result};
 mod direct;
-mod roots;
 
+pub(crate) use crate::compile::cache::Roots;
 use crate::compile::toolchain::{HipToolchain, resolve_archs, sorted_archs, validate_archs};
 pub(crate) use direct::DirectBuild;
-pub(crate) use roots::Roots;
 
 /// Everything a build resolved before looking at its units.
 pub(crate) struct Resolved {

@@ -13,9 +13,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use super::model::PristineTree;
 use super::model::{PatchFile, Series};
 use super::parse::parse_patch;
-use super::series::{PristineTree, SeriesSource, apply_series, load_series};
+use super::series::{SeriesSource, apply_series, load_series};
 use crate::prepare::git::Pristine;
 use crate::prepare::git::{FileContent, MODE_EXEC, MODE_FILE, MODE_SYMLINK};
 use crate::prepare::report::Result;

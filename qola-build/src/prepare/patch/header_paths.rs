@@ -1,7 +1,7 @@
 //! The paths of a patch's file header: `diff --git a/x b/y`, `---`/`+++` lines, quoted names
 //! (git's C-style quoting), the `a/`/`b/` prefix, and how `git apply` checks that they agree.
 
-use super::parse::{Result, err};
+use super::model::{Result, err};
 
 /// Parses a `--- a/x` / `+++ b/x` path: `/dev/null` is `None`; the first component is stripped.
 pub(super) fn parse_header_path(raw: &str, line: usize) -> Result<Option<String>> {

@@ -3,7 +3,7 @@
 //! `\ No newline at end of file` marker.
 
 use super::model::{Hunk, HunkLine, LineKind, ParseError};
-use super::parse::{Result, err, text};
+use super::model::{Result, err, text};
 
 /// Parses `@@ -a[,b] +c[,d] @@`: returns (old_start, old_len, new_start, new_len).
 pub(super) fn parse_hunk_header(header: &str, line: usize) -> Result<(usize, usize, usize, usize)> {

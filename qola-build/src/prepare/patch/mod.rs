@@ -25,6 +25,7 @@ pub(crate) use bundled::{spec_excluded, written_for};
 pub(crate) use location::locate;
 #[cfg(test)]
 pub(crate) use model::PatchFile;
+pub(crate) use model::PristineTree;
 pub(crate) use model::Series;
 pub(crate) use parse::parse_patch;
-pub(crate) use series::{Applied, PristineTree, SeriesSource, apply_series, load_series};
+pub(crate) use series::{Applied, SeriesSource, apply_series, load_series};

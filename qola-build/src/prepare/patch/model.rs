@@ -1,8 +1,12 @@
 //! What a patch series is made of, as data: the series and its files, a parsed patch (files,
-//! hunks, binary data) and a parse error. Every other file of the folder works on these; none
+//! hunks, binary data), a parse error, where pristine content comes from and why a file section
+//! failed. Every other file of the folder works on these; none
 //! of them imports anything back.
 
 use std::path::PathBuf;
+
+use crate::prepare::git::Pristine;
+use crate::prepare::report::Result as PrepareResult;
 
 /// One patch file of the series, as bytes.
 #[derive(Debug, Clone)]
@@ -150,4 +154,54 @@ pub(crate) enum BinaryData {
 pub(crate) struct ParseError {
     pub line: usize,
     pub message: String,
+}
+
+pub(super) type Result<T> = std::result::Result<T, ParseError>;
+
+pub(super) fn err<T>(line: usize, message: impl Into<String>) -> Result<T> {
+    Err(ParseError {
+        line,
+        message: message.into(),
+    })
+}
+
+fn strip_eol(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+pub(super) fn text(line: &[u8]) -> String {
+    String::from_utf8_lossy(strip_eol(line)).into_owned()
+}
+
+/// Where the series reads pristine content from (the pinned commits).
+pub(crate) trait PristineTree {
+    /// The pinned state of `path`.
+    fn read(&self, path: &str) -> PrepareResult<Pristine>;
+
+    /// The blob `id` (full or abbreviated, from a patch's `index` line) a patch of `path` was
+    /// made from, for a three-way merge, when the repository `path` lives in has it; `None`
+    /// inside a submodule, where `git apply --3way` refuses too.
+    fn three_way_base(&self, _path: &str, _id: &str) -> PrepareResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
+    /// The files under the directory `dir`, when known (`None`: a directory stays one, and a
+    /// patch cannot put a file in its place).
+    fn files_under(&self, _dir: &str) -> PrepareResult<Option<Vec<String>>> {
+        Ok(None)
+    }
+}
+
+/// Why one file section failed.
+pub(super) struct FileFailure {
+    pub hunk: String,
+    pub detail: String,
+}
+
+pub(super) fn failure(hunk: &str, detail: impl Into<String>) -> FileFailure {
+    FileFailure {
+        hunk: hunk.to_string(),
+        detail: detail.into(),
+    }
 }

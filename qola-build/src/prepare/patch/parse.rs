@@ -6,29 +6,11 @@
 use super::binary::decode_binary_block;
 use super::header_paths::{default_name, parse_header_path, unquote, verify_name};
 use super::hunk_lines::parse_hunks;
-use super::model::{Body, FilePatch, LineKind, ParseError, Patch};
-
-pub(super) type Result<T> = std::result::Result<T, ParseError>;
-
-pub(super) fn err<T>(line: usize, message: impl Into<String>) -> Result<T> {
-    Err(ParseError {
-        line,
-        message: message.into(),
-    })
-}
+use super::model::{Body, FilePatch, LineKind, Patch, Result, err, text};
 
 /// Splits `data` into lines that keep their `\n`.
 fn split_lines(data: &[u8]) -> Vec<&[u8]> {
     data.split_inclusive(|b| *b == b'\n').collect()
-}
-
-fn strip_eol(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    line.strip_suffix(b"\r").unwrap_or(line)
-}
-
-pub(super) fn text(line: &[u8]) -> String {
-    String::from_utf8_lossy(strip_eol(line)).into_owned()
 }
 
 /// Parses one patch file.

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::binary::apply_delta;
 use super::hunks::apply_hunks;
-use super::model::{BinaryData, Body, FilePatch, Patch, PatchFile, Series};
+use super::model::{
+    BinaryData, Body, FileFailure, FilePatch, Patch, PatchFile, PristineTree, Series, failure,
+};
 use super::parse::parse_patch;
 use super::three_way::{ThreeWay, three_way};
 use crate::prepare::git::Pristine;
@@ -93,25 +95,6 @@ fn load_dir(dir: &Path) -> Result<Series> {
     })
 }
 
-/// Where the series reads pristine content from (the pinned commits).
-pub(crate) trait PristineTree {
-    /// The pinned state of `path`.
-    fn read(&self, path: &str) -> Result<Pristine>;
-
-    /// The blob `id` (full or abbreviated, from a patch's `index` line) a patch of `path` was
-    /// made from, for a three-way merge, when the repository `path` lives in has it; `None`
-    /// inside a submodule, where `git apply --3way` refuses too.
-    fn three_way_base(&self, _path: &str, _id: &str) -> Result<Option<Vec<u8>>> {
-        Ok(None)
-    }
-
-    /// The files under the directory `dir`, when known (`None`: a directory stays one, and a
-    /// patch cannot put a file in its place).
-    fn files_under(&self, _dir: &str) -> Result<Option<Vec<String>>> {
-        Ok(None)
-    }
-}
-
 /// The series applied: the paths whose content differs from the pinned tree.
 #[derive(Debug, Default)]
 pub(crate) struct Applied {
@@ -119,12 +102,6 @@ pub(crate) struct Applied {
     pub files: BTreeMap<String, Option<FileContent>>,
     /// Hunks applied at an offset and files merged three-way, as messages.
     pub notes: Vec<String>,
-}
-
-/// Why one file section failed.
-pub(super) struct FileFailure {
-    hunk: String,
-    detail: String,
 }
 
 /// Applies the whole series to `base`; `pinned` names the commit in messages.
@@ -284,13 +261,6 @@ fn check_path(patch: &str, path: &str, tree: &Overlay) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn failure(hunk: &str, detail: impl Into<String>) -> FileFailure {
-    FileFailure {
-        hunk: hunk.to_string(),
-        detail: detail.into(),
-    }
-}
-
 /// Applies one file section; returns what to tell (hunks that moved, a three-way merge).
 fn apply_section(
     section: &FilePatch,
@@ -335,9 +305,22 @@ fn apply_section(
             ));
         }
     }
-    let old_data = old.as_ref().map(|f| f.data.as_slice()).unwrap_or(b"");
     let mut notes = Vec::new();
-    let data = match &section.body {
+    let data = patched_content(section, old.as_ref(), tree, &mut notes)?;
+    place(section, old.as_ref(), data, tree)?;
+    Ok(notes)
+}
+
+/// The content a file section gives the file `old` (`None`: it does not exist yet); hunks that
+/// moved and a three-way merge are told in `notes`.
+fn patched_content(
+    section: &FilePatch,
+    old: Option<&FileContent>,
+    tree: &Overlay,
+    notes: &mut Vec<String>,
+) -> std::result::Result<Vec<u8>, FileFailure> {
+    let old_data = old.map(|f| f.data.as_slice()).unwrap_or(b"");
+    Ok(match &section.body {
         Body::None => old_data.to_vec(),
         Body::Text(hunks) => match apply_hunks(old_data, hunks, false) {
             Ok(applied) => {
@@ -384,7 +367,17 @@ fn apply_section(
                 "the patch has no binary data; regenerate it with `git diff --binary` or `qola diff`",
             ));
         }
-    };
+    })
+}
+
+/// Puts the section's result `data` in the overlay: the new path, or the deletion.
+fn place(
+    section: &FilePatch,
+    old: Option<&FileContent>,
+    data: Vec<u8>,
+    tree: &mut Overlay,
+) -> std::result::Result<(), FileFailure> {
+    let whole = "(whole file)";
     match &section.new_path {
         None => {
             if !data.is_empty() {
@@ -400,7 +393,7 @@ fn apply_section(
         Some(new) => {
             let mode = section
                 .new_mode
-                .or(old.as_ref().map(|f| f.mode))
+                .or(old.map(|f| f.mode))
                 .unwrap_or(MODE_FILE);
             let mode = match mode {
                 MODE_EXEC | MODE_SYMLINK => mode,
@@ -415,7 +408,7 @@ fn apply_section(
                 .insert(new.clone(), Some(FileContent { mode, data }));
         }
     }
-    Ok(notes)
+    Ok(())
 }
 
 /// Whether `patch` is already in the pristine tree: every section reverse-applies there.

@@ -3,8 +3,8 @@
 //! `merge_file`; a conflict is a failure naming the merge's lines, and nothing is written.
 
 use super::hunks::apply_hunks;
+use super::model::{FileFailure, PristineTree, failure};
 use super::model::{FilePatch, Hunk};
-use super::series::{FileFailure, PristineTree, failure};
 
 /// A three-way merge's outcome, when it could be tried.
 pub(super) enum ThreeWay {

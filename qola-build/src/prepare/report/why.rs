@@ -204,25 +204,7 @@ impl Why {
                 ReasonKind::PatchRenamed,
                 "the series order changed".to_string(),
             ),
-            Why::Interrupted(resumed) => (
-                ReasonKind::Interrupted,
-                match resumed {
-                    Resumed::RolledBack { changes } => format!(
-                        "finished an interrupted prepare: its {changes} change(s) were undone from its journal, then the tree was prepared"
-                    ),
-                    Resumed::Clone => {
-                        "finished an interrupted prepare: the first clone it had begun".to_string()
-                    }
-                    Resumed::Completed => {
-                        "finished an interrupted prepare: it had completed (its stamp was written)"
-                            .to_string()
-                    }
-                    Resumed::Unjournaled | Resumed::None => {
-                        "a previous preparation was interrupted (the `preparing` marker of an older qola is still there)"
-                            .to_string()
-                    }
-                },
-            ),
+            Why::Interrupted(resumed) => (ReasonKind::Interrupted, resumed.said()),
             Why::JournalPending { clone, changes } => (
                 ReasonKind::Interrupted,
                 if *clone {
@@ -284,6 +266,28 @@ impl Why {
             ),
         };
         Reason::new(kind, message)
+    }
+}
+
+impl Resumed {
+    /// What finishing an interrupted preparation did, in words.
+    fn said(&self) -> String {
+        match self {
+            Resumed::RolledBack { changes } => format!(
+                "finished an interrupted prepare: its {changes} change(s) were undone from its journal, then the tree was prepared"
+            ),
+            Resumed::Clone => {
+                "finished an interrupted prepare: the first clone it had begun".to_string()
+            }
+            Resumed::Completed => {
+                "finished an interrupted prepare: it had completed (its stamp was written)"
+                    .to_string()
+            }
+            Resumed::Unjournaled | Resumed::None => {
+                "a previous preparation was interrupted (the `preparing` marker of an older qola is still there)"
+                    .to_string()
+            }
+        }
     }
 }
 

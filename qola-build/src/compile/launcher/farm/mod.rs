@@ -31,6 +31,7 @@ mod archive;
 mod config;
 mod expand;
 mod failed_remotely;
+mod sccache;
 mod server;
 mod status;
 
@@ -38,10 +39,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_script::Env;
-use crate::compile::launcher::{self as launcher, Answered, Compile, Elsewhere, Kind, Sccache};
+use crate::compile::launcher::{self as launcher, Answered, Compile, Elsewhere, Kind};
 use crate::compile::{CompileError, Result};
 pub(crate) use config::UserConfig;
 use failed_remotely::compiler_status;
+pub(crate) use sccache::{Sccache, detect as detect_sccache};
 pub(crate) use server::Server;
 pub use status::ElsewhereReport;
 pub(crate) use status::{SccacheStats, SchedulerStatus};

@@ -1,5 +1,6 @@
-//! What the Python that runs AITER's and CK's generators must have, read from the tree and
-//! checked before any generator runs: a Python that falls short gets one message naming each
+//! The Python that runs AITER's and CK's generators (and the tree's `core.py`, which qola reads
+//! a module's flags from): which one ([`generator_python`]), and what it must have, read from the
+//! tree and checked before any generator runs: a Python that falls short gets one message naming each
 //! module, the version it has, the version the tree needs and the command that fixes it, not a
 //! generator's traceback halfway through a build (`OptionError: No such keys(s):
 //! 'future.no_silent_downcasting'` from pandas 1.5 at AITER ab550455).
@@ -24,6 +25,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use crate::aiter::{AiterError, Result};
+use crate::build_script::Env;
 
 /// The third-party modules generators import that qola checks.
 const MODULES: [&str; 4] = ["pandas", "numpy", "packaging", "setuptools"];
@@ -40,6 +42,28 @@ pub(crate) struct Need {
     pub at_least: Option<(u32, u32)>,
     /// The script that needs it, and why.
     pub why: String,
+}
+
+/// The Python that runs AITER's and CK's generators: `QOLA_PYTHON`; else the Python beside
+/// qola's own executable (`bin/python3` of the venv qola's wheel was installed into, activated
+/// or not: QoLA and AITER run the generators with the Python that runs them, and the wheel brings
+/// what they need); else `python3` on `PATH`.
+pub(crate) fn generator_python(env: &Env) -> Result<PathBuf> {
+    if let Some(p) = env.var_os("QOLA_PYTHON") {
+        return Ok(PathBuf::from(p));
+    }
+    let beside_qola = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("python3")))
+        .filter(|python| python.is_file());
+    if let Some(python) = beside_qola {
+        return Ok(python);
+    }
+    which::which_in("python3", env.path(), ".").map_err(|_| AiterError::Codegen {
+        command: "python3".to_string(),
+        stderr: "python3 not found on PATH (or set QOLA_PYTHON); AITER's generators need it, with the `packaging` and `pandas` modules".to_string(),
+        origin: None,
+    })
 }
 
 /// What the generator scripts `scripts` (and the tree modules they import) and the scripts

@@ -9,10 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::{FarmLauncher, SccacheStats, Server, UserConfig};
 use crate::build_script::{Env, EnvError};
 use crate::compile::Result;
-use crate::compile::launcher::farm::{FarmLauncher, SccacheStats, Server, UserConfig};
-use crate::compile::launcher::hits::LauncherHits;
+use crate::compile::launcher::LauncherHits;
 use crate::compile::launcher::{self as launcher, Answered, Kind};
 
 /// When the program is `sccache*`: the compile farm when sccache runs alone and the user's

@@ -42,12 +42,15 @@ pub(crate) fn probe(
         });
     }
     crate::common::io::own_dir(scratch)?;
-    let source = scratch.join("qola-probe.hip");
+    // Named by this process too: a probe of another build at once in the same scratch never
+    // loses its source to this one's clean-up.
+    let stem = format!("qola-probe-{}-{}", std::process::id(), &key[..12]);
+    let source = scratch.join(format!("{stem}.hip"));
     write_atomic(
         &source,
         b"#include <hip/hip_runtime.h>\n__global__ void qola_probe() {}\n",
     )?;
-    let object = scratch.join(format!("qola-probe-{}.o", &key[..12]));
+    let object = scratch.join(format!("{stem}.o"));
     let output = Command::new(&command[0])
         .args(&command[1..])
         .envs(env.iter().map(|(k, v)| (k, v)))

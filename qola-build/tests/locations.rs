@@ -9,8 +9,9 @@
 //!
 //! each compiles 0 units, sharing one qola cache. (`qola build -o A` then `-o B` is in
 //! `qola_build.rs`, a second machine through Redis in `team_cache.rs`, the same project at two
-//! paths with byte-identical objects in `compile.rs`.) The two tests share their target
-//! directories under `target/qola-fixtures`, so registry crates compile once per profile.
+//! paths with byte-identical objects in `compile.rs`.) The two tests share their first target
+//! directory with the wheel's build (`qola_tests::nested_target`), so registry crates compile
+//! once per profile.
 
 #![allow(clippy::disallowed_methods)] // tests read and set their own environment
 
@@ -82,7 +83,7 @@ fn build_everywhere(
     // Under target/qola-fixtures, which the sid toolchain's sandbox sees.
     let tmp = tempfile::tempdir_in(fixtures_dir()).unwrap();
     let (t1, t2) = (
-        fixtures_dir().join("locations-target-1"),
+        qola_tests::nested_target(),
         fixtures_dir().join("locations-target-2"),
     );
     let here = tmp.path().join("here");
@@ -178,7 +179,7 @@ fn the_narrow_aiter_forward_compiles_once_whatever_the_front_door() {
     let root = fixtures_dir().join("aiter-narrow");
     let dependent = tmp.path().join("binding");
     qola_tests::qola_sys_dependent(&dependent, &workspace());
-    let target = fixtures_dir().join("locations-target-1");
+    let target = qola_tests::nested_target();
     let through_qola_sys = |cache: &Path| {
         cargo(
             &dependent,

@@ -38,7 +38,7 @@ fn build_wheel(maturin: &Path, dir: &Path) -> PathBuf {
             .args(["build", "--profile", "dev", "--quiet", "-o"])
             .arg(dir)
             .current_dir(&root)
-            .env("CARGO_TARGET_DIR", fixtures_dir().join("wheel-target")),
+            .env("CARGO_TARGET_DIR", qola_tests::nested_target()),
     );
     let wheels: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()

@@ -324,6 +324,15 @@ pub fn run_ok(command: &mut Command) -> String {
     text
 }
 
+/// The target directory the tests' nested cargo builds share (a qola-sys dependent's, the
+/// wheel's), so registry crates compile once for them: cargo locks it while it builds. A test
+/// whose claim is another target directory, or that reads what builds of qola-sys left in its
+/// target directory (`downstream.rs`, `team_cache.rs`'s copies beside `locations.rs`'s newest
+/// log), uses one of its own.
+pub fn nested_target() -> PathBuf {
+    fixtures_dir().join("nested-target")
+}
+
 /// The workspace's `target/qola-fixtures` directory (or `$CARGO_TARGET_DIR/qola-fixtures`).
 pub fn fixtures_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")

@@ -94,19 +94,41 @@ fn stand_in_ck() -> Option<PathBuf> {
     found.then_some(ck)
 }
 
+/// The pins whose checkouts are given (`QOLA_TEST_AITER_<commit>`), with ROCm 7's hipcc and a
+/// composable_kernel to stand in for theirs.
+struct PinsWithRocm7 {
+    pins: Vec<(&'static str, PathBuf)>,
+    hipcc: PathBuf,
+    ck: PathBuf,
+}
+
+/// [`PinsWithRocm7`], or `None` (the test says it skipped) without them.
+fn pins_with_rocm7(test: &str) -> Option<PinsWithRocm7> {
+    let pins: Vec<(&str, PathBuf)> = PINS
+        .iter()
+        .filter_map(|pin| qola_tests::aiter_at(pin).map(|dir| (*pin, dir)))
+        .collect();
+    let found = match (pins.is_empty(), qola_tests::rocm7_hipcc(), stand_in_ck()) {
+        (false, Some(hipcc), Some(ck)) => Some(PinsWithRocm7 { pins, hipcc, ck }),
+        _ => None,
+    };
+    if found.is_none() {
+        eprintln!(
+            "skipped {test}: it needs QOLA_TEST_AITER_<commit> for a pin, ROCm 7's hipcc \
+             (tools/sid-hipcc-setup --rocm7) and a composable_kernel"
+        );
+    }
+    found
+}
+
 /// At every pin given, `qola plan`'s flags for the asm FP4 GEMM (a module every pin has) are the
 /// lists the tree's own `core.py` hands `_jit_compile`, and the unit's command carries each of
 /// them (the `-mllvm` ones the compiler does not know excepted, as AITER's checker drops them).
 #[test]
 fn qolas_flags_are_the_trees_own_core_pys_at_every_pin() {
-    let pins: Vec<(&str, PathBuf)> = PINS
-        .iter()
-        .filter_map(|pin| qola_tests::aiter_at(pin).map(|dir| (*pin, dir)))
-        .collect();
-    if pins.is_empty() {
-        return;
-    }
-    let (Some(hipcc), Some(ck)) = (qola_tests::rocm7_hipcc(), stand_in_ck()) else {
+    let Some(PinsWithRocm7 { pins, hipcc, ck }) =
+        pins_with_rocm7("qolas_flags_are_the_trees_own_core_pys_at_every_pin")
+    else {
         return;
     };
     let version = hip_version(&hipcc);
@@ -192,14 +214,9 @@ fn qolas_flags_are_the_trees_own_core_pys_at_every_pin() {
 /// `gfx950;gfx942` and each alone gets the tree's own `core.py`'s flags with that `GPU_ARCHS`.
 #[test]
 fn the_architecture_aiter_picks_among_several_is_qola_s_at_every_pin() {
-    let pins: Vec<(&str, PathBuf)> = PINS
-        .iter()
-        .filter_map(|pin| qola_tests::aiter_at(pin).map(|dir| (*pin, dir)))
-        .collect();
-    if pins.is_empty() {
-        return;
-    }
-    let (Some(hipcc), Some(ck)) = (qola_tests::rocm7_hipcc(), stand_in_ck()) else {
+    let Some(PinsWithRocm7 { pins, hipcc, ck }) =
+        pins_with_rocm7("the_architecture_aiter_picks_among_several_is_qola_s_at_every_pin")
+    else {
         return;
     };
     let version = hip_version(&hipcc);

@@ -1230,17 +1230,9 @@ fn child_build_without_a_job_limit() {
     if !common::is_child() {
         return;
     }
-    let dir = PathBuf::from(std::env::var_os("QOLA_TEST_DIR").unwrap());
-    let project = HipProject::create(&dir.join("src"));
-    let mut build = HipBuild::new();
-    build
-        .files(&project.sources)
-        .include(&project.include)
-        .arch("gfx90a")
-        .cache_dir(dir.join("cache"))
-        .out_dir(dir.join("out"))
-        .cargo_metadata(false);
-    let report = build.try_compile("demo").unwrap_or_else(|e| panic!("{e}"));
+    let report = child_demo_build("out")
+        .try_compile("demo")
+        .unwrap_or_else(|e| panic!("{e}"));
     println!(
         "\nqola-test-log {}",
         std::fs::read_to_string(&report.log)

@@ -173,14 +173,7 @@ impl OutputBuild {
     pub fn try_build(&self) -> Result<BuildOutcome> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let mut ctx = Inputs::resolve(&env, &self.prepare, &self.options)?;
-        let selected = select(
-            &env,
-            &ctx.manifest,
-            ctx.namespace.as_deref(),
-            &self.options.groups,
-            &self.output_dir,
-        )?;
+        let (mut ctx, selected) = resolved_and_selected(self, &env)?;
         let stores = stores_beside_ck_jit(self.stores.open(&env, &ctx.manifest)?, &ctx);
         let keys = match &stores {
             Some(_) => ctx.library_keys(&env, &selected, &self.options)?,
@@ -269,14 +262,7 @@ impl OutputBuild {
     pub fn try_plan(&self) -> Result<BuildPlan> {
         let directives = Directives::new(false);
         let env = Env::new(&directives);
-        let mut ctx = Inputs::resolve(&env, &self.prepare, &self.options)?;
-        let selected = select(
-            &env,
-            &ctx.manifest,
-            ctx.namespace.as_deref(),
-            &self.options.groups,
-            &self.output_dir,
-        )?;
+        let (mut ctx, selected) = resolved_and_selected(self, &env)?;
         let keys = ctx.library_keys(&env, &selected, &self.options)?;
         let mut warnings = ctx.prepare_tree(&env)?;
         warnings.extend(ctx.warnings.iter().cloned());
@@ -435,6 +421,20 @@ impl OutputBuild {
             written: report.library_written,
         })
     }
+}
+
+/// What a build or a plan starts from: its inputs resolved (all but the tree) and its modules
+/// selected.
+fn resolved_and_selected(build: &OutputBuild, env: &Env) -> Result<(Inputs, Vec<Selected>)> {
+    let ctx = Inputs::resolve(env, &build.prepare, &build.options)?;
+    let selected = select(
+        env,
+        &ctx.manifest,
+        ctx.namespace.as_deref(),
+        &build.options.groups,
+        &build.output_dir,
+    )?;
+    Ok((ctx, selected))
 }
 
 /// Whether a store's answer put the module's files in place.

@@ -75,7 +75,8 @@ fn build_of(project: &HipProject, cache: &Path, out: &Path) -> HipBuild {
 }
 
 /// A build in a child process (`QOLA_TEST_CHILD`): the project of `QOLA_TEST_DIR` into
-/// `QOLA_TEST_OUT`, with `-D<QOLA_TEST_DEFINE>` when set; prints `qola-test-compiled <n>` and each
+/// `QOLA_TEST_OUT`, with `-D<QOLA_TEST_DEFINE>` when set (`-D<QOLA_TEST_C_DEFINE>` on `c.hip`
+/// alone); prints `qola-test-compiled <n>` and each
 /// compiled unit's reason. With `QOLA_TEST_FILL` it first fills the file system of the cache.
 #[test]
 fn child_build() {
@@ -98,6 +99,9 @@ fn child_build() {
     let mut build = build_of(&project, &dir.join("cache"), &out);
     if let Ok(define) = std::env::var("QOLA_TEST_DEFINE") {
         build.define(&define, None);
+    }
+    if let Ok(define) = std::env::var("QOLA_TEST_C_DEFINE") {
+        build.file_flags(&project.sources[2], &[format!("-D{define}")]);
     }
     let report = build.try_compile("demo").unwrap_or_else(|e| panic!("{e}"));
     // On a line of its own: the test harness prints its own words before a test's output.
@@ -537,6 +541,47 @@ fn two_builds_started_together_on_an_empty_cache_compile_each_unit_once() {
     );
     // Both libraries hold every unit: a third build reuses all of them.
     assert_eq!(compiled(&s.compile("out-c")).len(), 0);
+}
+
+/// A build that needs two units another build is compiling, and has one of its own, compiles
+/// its own while it waits, then takes the other two: one summary in all, with its own unit, and
+/// the first build compiles its three.
+#[test]
+fn a_waiting_build_compiles_its_own_units_meanwhile_and_sums_up_once() {
+    let s = setup();
+    let holder = s
+        .child("out-a")
+        .env("QOLA_TEST_STOP_AT", "compile:claimed")
+        .spawn()
+        .unwrap();
+    assert!(wait_until_stopped(&holder));
+    let mut waiting = s
+        .child("out-b")
+        .env("QOLA_TEST_C_DEFINE", "B")
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(waiting.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains(&format!("waiting for pid {}", holder.id())) {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
+            panic!("the waiting build never said whom it waits for: {said}");
+        }
+        said.push_str(&line);
+    }
+    resume(&holder);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let out = waiting.wait_with_output().unwrap();
+    let text = format!("{}{said}{rest}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.status.success(), "{text}");
+    let summaries: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("qola compiled "))
+        .collect();
+    assert_eq!(summaries.len(), 1, "{text}");
+    assert!(summaries[0].contains("qola compiled 1 of 3 "), "{text}");
+    assert_eq!(child_compiled(&holder.wait_with_output().unwrap()), 3);
 }
 
 /// A build that needs units another build is compiling says whom it waits for and waits; when

@@ -102,6 +102,9 @@ pub struct HipBuild {
     timings: Option<bool>,
     cargo_metadata: bool,
     objects_only: bool,
+    /// Whether the build says its summary line (not in the round a waiting build compiles its
+    /// own units in: see `pipeline`'s `compile_around`); the log has it either way.
+    says_summary: bool,
 }
 
 impl Default for HipBuild {
@@ -140,6 +143,7 @@ impl HipBuild {
             timings: None,
             cargo_metadata: true,
             objects_only: false,
+            says_summary: true,
         }
     }
 

@@ -344,8 +344,8 @@ fn library_stamp(
     }
 }
 
-/// Ends the build's log with the summary and says the summary when something compiled (on
-/// standard error when `to_terminal`, else as a warning). A build that compiled nothing and
+/// Ends the build's log with the summary and says the summary when something compiled and
+/// `says_summary` (on standard error when `to_terminal`, else as a warning). A build that compiled nothing and
 /// relinked nothing writes no log; one that relinked the library from the cache writes its own
 /// (the previous log spoke of another build).
 pub(super) fn finish_log(
@@ -353,7 +353,7 @@ pub(super) fn finish_log(
     progress: Option<Progress>,
     report: &CompileReport,
     log_units: Vec<(PathBuf, String)>,
-    to_terminal: bool,
+    (to_terminal, says_summary): (bool, bool),
     timings: Option<(PathBuf, Duration)>,
 ) -> Result<()> {
     let progress = match progress {
@@ -398,9 +398,11 @@ pub(super) fn finish_log(
             true => eprintln!("qola: {line}"),
             false => directives.info(line),
         };
-        said(&summary);
-        if let Some(line) = &timings {
-            said(line);
+        if says_summary {
+            said(&summary);
+            if let Some(line) = &timings {
+                said(line);
+            }
         }
         for line in &remote {
             directives.warning(line);

@@ -288,21 +288,22 @@ impl HipBuild {
 
     /// [`HipBuild::try_compile`] in the context `env` of the build that asks.
     pub(crate) fn compile_in(&self, name: &str, env: &Env) -> Result<CompileReport> {
-        self.compile_claiming(name, env, &mut None, &BTreeMap::new())
+        self.compile_claiming(name, env, &mut None, &BTreeMap::new(), Instant::now())
     }
 
     /// [`HipBuild::compile_in`] holding `claims` (made with the cache at the first call; see
     /// `cache::claims`): each unit it compiles is claimed first; when another live build holds a
     /// claim, [`HipBuild::compile_around`] goes on. `before` are the units an earlier round of
-    /// this build compiled, by source: reported as compiled.
+    /// this build compiled, by source: reported as compiled; `start` is when the build (its
+    /// first round) started.
     fn compile_claiming(
         &self,
         name: &str,
         env: &Env,
         claims: &mut Option<Claims>,
         before: &BTreeMap<PathBuf, UnitReport>,
+        start: Instant,
     ) -> Result<CompileReport> {
-        let start = Instant::now();
         let directives = env.directives();
         let mut resolved = Resolved::new(self, env)?;
         let mut objects = resolved.object_cache(directives);
@@ -316,7 +317,7 @@ impl HipBuild {
         );
         if !busy.is_empty() {
             drop(objects);
-            return self.compile_around(name, env, claims, &units, &busy);
+            return self.compile_around(name, env, claims, (&units, &busy), start);
         }
         resolved.hooks.step("compile:claimed");
         if units.iter().any(|u| u.plan.compiles()) {
@@ -347,13 +348,15 @@ impl HipBuild {
     /// compiles first (its other units, their objects stored, nothing linked), then it waits for
     /// each claim it found held, saying whose, and builds again, taking what the other builds
     /// stored from the cache (a unit whose holder failed or died compiles here, its claim held).
+    /// Its own round says no summary: the build's one summary, with what that round compiled and
+    /// the time since `start`, follows.
     fn compile_around(
         &self,
         name: &str,
         env: &Env,
         claims: &mut Option<Claims>,
-        units: &[Unit],
-        busy: &[Busy],
+        (units, busy): (&[Unit], &[Busy]),
+        start: Instant,
     ) -> Result<CompileReport> {
         let waiting: BTreeSet<&str> = busy.iter().map(|b| b.id.as_str()).collect();
         let mine: BTreeSet<&Path> = units
@@ -368,7 +371,8 @@ impl HipBuild {
                 .files
                 .retain(|f| full_path(f).is_ok_and(|p| mine.contains(p.as_path())));
             first.objects_only = true;
-            let report = first.compile_claiming(name, env, claims, &BTreeMap::new())?;
+            first.says_summary = false;
+            let report = first.compile_claiming(name, env, claims, &BTreeMap::new(), start)?;
             before.extend(
                 report
                     .units
@@ -392,7 +396,7 @@ impl HipBuild {
                 ))
             });
         }
-        self.compile_claiming(name, env, claims, &before)
+        self.compile_claiming(name, env, claims, &before, start)
     }
 
     /// Stages the build's jobs and runs them, a second time in the build's own cache when the
@@ -537,7 +541,7 @@ impl HipBuild {
             jobs.ran.progress,
             &report,
             jobs.log_units,
-            echo_summary,
+            (echo_summary, self.says_summary),
             timings,
         )?;
         Ok(report)

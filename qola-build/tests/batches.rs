@@ -27,7 +27,8 @@ fn narrow_forward(root: &Path, hipcc: &Path, place: &Path) -> qola_build::aiter:
 
 /// In a child (`QOLA_BATCH` and `QOLA_TEST_OUT` set by the parent): builds the narrow forward's
 /// CK instances (the API and AITER's own sources aside) with a cache of its own under the
-/// place, prints each unit's source name and object, and the library.
+/// place (empty: the test compares what each way of building compiles), prints each unit's
+/// source name and object, and the library.
 fn build_in_child(root: &Path, hipcc: &Path) {
     let place = PathBuf::from(std::env::var_os("QOLA_TEST_OUT").unwrap());
     let mut module = narrow_forward(root, hipcc, &place);
@@ -217,6 +218,8 @@ fn a_batch_that_fails_is_compiled_again_one_instance_each_and_the_error_names_th
             .arg("-o")
             .arg(&out)
             .env("HIPCC", &hipcc)
+            // A cache of its own: the instances compiled one each are keys no other test
+            // builds, which the fixtures' cache would find nowhere and only grow by.
             .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
             .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
         command

@@ -303,7 +303,8 @@ fn hip_compiles_run_on_a_loopback_farm() {
 }
 
 /// `qola build` of the narrow AITER forward (CK instances, dispatch files, the asm v3 API and
-/// qola's wrapper, gfx942) with the sid toolchain through the farm, from an empty qola cache.
+/// qola's wrapper, gfx942) with the sid toolchain through the farm, from an empty qola cache
+/// (the fixtures' warm one would answer every unit before the farm saw it).
 fn narrow_aiter_forward_on_the_farm(sid: &Path, sccache: &Path, tmp: &Path) {
     let Some(real) = qola_tests::real_aiter() else {
         return;

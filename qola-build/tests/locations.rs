@@ -231,6 +231,8 @@ fn the_narrow_aiter_forward_compiles_once_whatever_the_front_door() {
             .unwrap_or_else(|| panic!("{said}"));
         (compiled, said)
     };
+    // Each order from an empty cache of its own, not the fixtures' warm one: the claim is what
+    // the second door compiles after the first compiled every unit, which a warm cache hides.
     // qola-sys's build script first, then `qola build`.
     let cache = tmp.path().join("cache-1");
     let (first, summary) = through_qola_sys(&cache);

@@ -78,22 +78,21 @@ fn module_named(name: &str) -> String {
     }
 }
 
+/// The number after `phrase` in `doc` (its lines joined).
+fn number_after(doc: &str, phrase: &str) -> Option<usize> {
+    doc.replace('\n', " ")
+        .split(phrase)
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+}
+
 fn map() -> Map {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/architecture.md");
     let doc = std::fs::read_to_string(&path).unwrap();
-    let longest_file = doc
-        .replace('\n', " ")
-        .split("no source file of the crate is over ")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|n| n.parse().ok())
+    let longest_file = number_after(&doc, "no source file of the crate is over ")
         .expect("the map says how long a source file may be");
-    let longest_function = doc
-        .replace('\n', " ")
-        .split("no function is over ")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|n| n.parse().ok())
+    let longest_function = number_after(&doc, "no function is over ")
         .expect("the map says how long a function may be");
     let floors = table(&doc, "| floor | subsystem | rooms | at most |")
         .iter()

@@ -137,6 +137,48 @@ fn child_compiled(out: &Output) -> usize {
         .unwrap_or_else(|| panic!("no count: {text}"))
 }
 
+/// A child build whose standard error is read as it goes: [`Speaking::until`] it says some
+/// words, then [`Speaking::finish`].
+struct Speaking {
+    child: std::process::Child,
+    stderr: std::io::BufReader<std::process::ChildStderr>,
+    said: String,
+}
+
+impl Speaking {
+    fn spawn(command: &mut Command) -> Speaking {
+        let mut child = command.spawn().unwrap();
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        Speaking {
+            child,
+            stderr,
+            said: String::new(),
+        }
+    }
+
+    /// Reads until what the child said contains `words` (all it said so far); panics if it
+    /// ends first.
+    fn until(&mut self, words: &str) -> &str {
+        while !self.said.contains(words) {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut self.stderr, &mut line).unwrap() == 0 {
+                panic!("the build never said {words:?}: {}", self.said);
+            }
+            self.said.push_str(&line);
+        }
+        &self.said
+    }
+
+    /// Waits for the child: whether it succeeded, and all it printed (standard output first).
+    fn finish(mut self) -> (bool, String) {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stderr, &mut rest).unwrap();
+        let out = self.child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        (out.status.success(), format!("{stdout}{}{rest}", self.said))
+    }
+}
+
 /// Every file under `dir` with its content: what a build must leave as it was.
 fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
@@ -468,27 +510,12 @@ fn a_build_stopped_holding_the_cache_lock_is_named_and_statistics_never_wait_for
     let all_hits = s.child("out-b").output().unwrap();
     assert_eq!(child_compiled(&all_hits), 0);
     // A build that must store says at once what it waits for and who holds it.
-    let mut waiting = s
-        .child("out-c")
-        .env("QOLA_TEST_DEFINE", "C")
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(waiting.stderr.take().unwrap());
-    let mut said = String::new();
-    let holder = format!("held by pid {}", stopped.id());
-    while !said.contains(&holder) {
-        let mut line = String::new();
-        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
-            panic!("the waiting build never said what it waits for: {said}");
-        }
-        said.push_str(&line);
-    }
+    let mut waiting = Speaking::spawn(s.child("out-c").env("QOLA_TEST_DEFINE", "C"));
+    let said = waiting.until(&format!("held by pid {}", stopped.id()));
     assert!(said.contains("waiting for qola's object cache"), "{said}");
     resume(&stopped);
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let out = waiting.wait_with_output().unwrap();
-    assert!(out.status.success(), "{said}{rest}");
+    let (succeeded, said) = waiting.finish();
+    assert!(succeeded, "{said}");
     let first = stopped.wait_with_output().unwrap();
     assert_eq!(child_compiled(&first), 3);
 }
@@ -555,26 +582,11 @@ fn a_waiting_build_compiles_its_own_units_meanwhile_and_sums_up_once() {
         .spawn()
         .unwrap();
     assert!(wait_until_stopped(&holder));
-    let mut waiting = s
-        .child("out-b")
-        .env("QOLA_TEST_C_DEFINE", "B")
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(waiting.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains(&format!("waiting for pid {}", holder.id())) {
-        let mut line = String::new();
-        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
-            panic!("the waiting build never said whom it waits for: {said}");
-        }
-        said.push_str(&line);
-    }
+    let mut waiting = Speaking::spawn(s.child("out-b").env("QOLA_TEST_C_DEFINE", "B"));
+    waiting.until(&format!("waiting for pid {}", holder.id()));
     resume(&holder);
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let out = waiting.wait_with_output().unwrap();
-    let text = format!("{}{said}{rest}", String::from_utf8_lossy(&out.stdout));
-    assert!(out.status.success(), "{text}");
+    let (succeeded, text) = waiting.finish();
+    assert!(succeeded, "{text}");
     let summaries: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("qola compiled "))
@@ -597,28 +609,16 @@ fn a_build_killed_mid_compile_leaves_its_units_to_the_build_waiting_for_them() {
         .spawn()
         .unwrap();
     assert!(wait_until_stopped(&holder));
-    let mut waiting = s.child("out-b").spawn().unwrap();
-    let mut stderr = std::io::BufReader::new(waiting.stderr.take().unwrap());
-    let mut said = String::new();
-    let whom = format!("waiting for pid {}", holder.id());
-    while !said.contains(&whom) {
-        let mut line = String::new();
-        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
-            panic!("the waiting build never said whom it waits for: {said}");
-        }
-        said.push_str(&line);
-    }
+    let mut waiting = Speaking::spawn(&mut s.child("out-b"));
+    let said = waiting.until(&format!("waiting for pid {}", holder.id()));
     assert!(said.contains("which compiles "), "{said}");
     // SAFETY: killing our own child, stopped.
     unsafe {
         libc::kill(holder.id() as libc::pid_t, libc::SIGKILL);
     }
     let _ = holder.wait_with_output();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let out = waiting.wait_with_output().unwrap();
-    assert!(out.status.success(), "{said}{rest}");
-    let text = format!("{}{said}{rest}", String::from_utf8_lossy(&out.stdout));
+    let (succeeded, text) = waiting.finish();
+    assert!(succeeded, "{text}");
     let count = text
         .lines()
         .find_map(|l| l.strip_prefix("qola-test-compiled "))

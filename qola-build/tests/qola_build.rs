@@ -149,11 +149,15 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     }
 
     // Nothing changed: nothing compiles, no file under the output directory or the checkout
-    // is written (same mtimes, so make and ninja relink nothing).
+    // is written (same mtimes, so make and ninja relink nothing), and no Python starts (one
+    // that does not exist is never asked for its modules).
     let before = mtimes(&out);
     let tree = mtimes(&fixtures_dir().join("aiter-narrow/csrc"));
     tick();
-    let second = qola_build(&hipcc, &te, &out);
+    let second = qola("build", &hipcc, &te, &out)
+        .env("QOLA_PYTHON", tmp.path().join("no-python"))
+        .output()
+        .unwrap();
     assert!(second.status.success(), "{}", stderr(&second));
     assert_eq!(compiled(&second), Vec::<String>::new());
     assert!(
@@ -164,10 +168,14 @@ fn qola_build_writes_qolas_layout_and_a_second_build_writes_nothing() {
     assert_nothing_written(&before, &out);
     assert_nothing_written(&tree, &fixtures_dir().join("aiter-narrow/csrc"));
 
-    // Another output directory (`qola build -o B`): every unit comes from qola's cache.
+    // Another output directory, named relative to where qola runs (`qola build -o B`): every
+    // unit comes from qola's cache (the wrappers' API include directory is named in full).
     let elsewhere = out.with_file_name("layout, elsewhere");
     let _ = std::fs::remove_dir_all(&elsewhere);
-    let third = qola_build(&hipcc, &te, &elsewhere);
+    let third = qola("build", &hipcc, &te, Path::new("layout, elsewhere"))
+        .current_dir(out.parent().unwrap())
+        .output()
+        .unwrap();
     assert!(
         stderr(&third).contains("2/2 modules built, 0 failed; 0 of 12 units compiled; wrote lib/te_libmha_fwd.so, lib/te_libmha_bwd.so and manifest.json"),
         "{}",

@@ -18,7 +18,7 @@ use crate::common::io::io_error;
 use crate::common::io::write_atomic;
 use crate::common::text::shell_quote;
 
-use crate::aiter::recipe::generator_argv;
+use crate::aiter::recipe::{CheckedPython, generator_argv};
 
 /// One generator's run (or reuse).
 #[derive(Debug, Clone)]
@@ -97,9 +97,10 @@ pub(crate) enum CkInstances {
 }
 
 /// Runs (or reuses) the generator `command` into `<gen_root>/<dir_name>` (its stamp and
-/// scratch beside it), with `GPU_ARCHS` set to `gpu_archs` (AITER's generators read it).
+/// scratch beside it), with `GPU_ARCHS` set to `gpu_archs` (AITER's generators read it); the
+/// Python is checked only when the generator runs.
 pub(crate) fn run_generator(
-    python: &Path,
+    python: &CheckedPython,
     command: &str,
     dir_name: &str,
     gen_root: &Path,
@@ -125,6 +126,8 @@ pub(crate) fn run_generator(
             rewritten: 0,
         });
     }
+    // Only now that it runs: the Python checked, before anything is written.
+    let python = python.path()?;
     let tmp = gen_root.join(format!("{dir_name}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(io_error("create", &tmp))?;

@@ -319,7 +319,7 @@ pub(crate) fn prepare_module_in(
         check_ck_present(spec, &paths, env)?;
     }
     // What the generators (and core.py, which the flags are read from) need of the Python,
-    // before any of them runs.
+    // checked before the first of them runs.
     let scripts: Vec<PathBuf> = recipe
         .blob_gen_cmd
         .iter()
@@ -327,11 +327,11 @@ pub(crate) fn prepare_module_in(
         .map(PathBuf::from)
         .collect();
     let core_py = [paths.root.join("aiter/jit/core.py")];
-    recipe::check_python(
-        &recipe::generator_python(env)?,
-        &recipe::python_needs(&paths.meta, &scripts, &core_py),
-    )?;
-    let generated = generate(spec, &recipe, env, ck_instances)?;
+    let python = recipe::CheckedPython::new(
+        recipe::generator_python(env)?,
+        recipe::python_needs(&paths.meta, &scripts, &core_py),
+    );
+    let generated = generate(spec, &recipe, env, &python, ck_instances)?;
     let mut sources: Vec<PathBuf> = recipe.srcs.clone();
     for g in &generated {
         sources.extend(
@@ -518,10 +518,10 @@ fn generate(
     spec: &AiterModuleSpec,
     recipe: &ModuleRecipe,
     env: &Env,
+    python: &recipe::CheckedPython,
     ck_instances: CkInstances,
 ) -> Result<Vec<Generated>> {
     let directives = env.directives();
-    let python = recipe::generator_python(env)?;
     let gen_root = spec.gen_dir.join(&recipe.name);
     let mut generated = Vec::new();
     directives.rerun_if_changed(&spec.root.join("aiter/jit/optCompilerConfig.json"));
@@ -541,9 +541,9 @@ fn generate(
         let run = match (ck_instances, recipe::ck_direction(cmd)) {
             (CkInstances::InBlobDir, Some(_)) => {
                 let root = gen_root.join(index.to_string());
-                codegen::run_generator(&python, cmd, "blob", &root, &archs)
+                codegen::run_generator(python, cmd, "blob", &root, &archs)
             }
-            _ => codegen::run_generator(&python, cmd, &index.to_string(), &gen_root, &archs),
+            _ => codegen::run_generator(python, cmd, &index.to_string(), &gen_root, &archs),
         };
         // A generator a registry added: its failure names the registry's line.
         let run = run.map_err(|e| match e {

@@ -26,7 +26,7 @@ pub(crate) use command::{ck_direction, generator_argv, with_ck_filter};
 pub use core_flags::CoreFlags;
 pub(crate) use core_flags::core_flags;
 pub(crate) use entry::{apply_overrides, load};
-pub(crate) use python::{check as check_python, generator_python, needs_of as python_needs};
+pub(crate) use python::{CheckedPython, generator_python, needs_of as python_needs};
 pub(crate) use rocm_needs::{check as check_rocm_needs, rocm_versions_mismatch};
 
 use crate::aiter::AiterError;

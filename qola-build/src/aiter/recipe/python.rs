@@ -202,6 +202,27 @@ fn major_minor(version: &str) -> Option<(u32, u32)> {
     ))
 }
 
+/// The generators' Python with what they need of it, checked when a generator is about to run
+/// ([`CheckedPython::path`]): a build whose generators' outputs are all current (a no-op)
+/// starts no Python.
+#[derive(Debug)]
+pub(crate) struct CheckedPython {
+    python: PathBuf,
+    needs: Vec<Need>,
+}
+
+impl CheckedPython {
+    pub(crate) fn new(python: PathBuf, needs: Vec<Need>) -> CheckedPython {
+        CheckedPython { python, needs }
+    }
+
+    /// The Python, once it has what the generators need (asked once per process).
+    pub(crate) fn path(&self) -> Result<&Path> {
+        check(&self.python, &self.needs)?;
+        Ok(&self.python)
+    }
+}
+
 /// Fails with one message when `python` falls short of `needs` (see the module docs).
 pub(crate) fn check(python: &Path, needs: &[Need]) -> Result<()> {
     if needs.is_empty() {

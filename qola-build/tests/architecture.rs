@@ -165,6 +165,17 @@ struct Arrow {
     path: String,
 }
 
+impl Arrow {
+    /// How many folders its two ends share from the top.
+    fn shared(&self) -> usize {
+        self.from
+            .iter()
+            .zip(&self.defined)
+            .take_while(|(x, y)| x == y)
+            .count()
+    }
+}
+
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
@@ -748,12 +759,7 @@ fn circles(graph: &[Arrow]) -> Vec<Vec<String>> {
     use std::collections::BTreeMap;
     let mut next: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for a in graph {
-        let shared = a
-            .from
-            .iter()
-            .zip(&a.defined)
-            .take_while(|(x, y)| x == y)
-            .count();
+        let shared = a.shared();
         if shared == a.from.len() || shared == a.defined.len() {
             continue; // one is inside the other
         }
@@ -800,12 +806,7 @@ fn no_rooms_import_each_other_directly_or_through_others() {
             let arrows: Vec<String> = graph
                 .iter()
                 .filter(|a| {
-                    let shared = a
-                        .from
-                        .iter()
-                        .zip(&a.defined)
-                        .take_while(|(x, y)| x == y)
-                        .count();
+                    let shared = a.shared();
                     shared < a.from.len()
                         && shared < a.defined.len()
                         && c.contains(&name(&a.from[..=shared]))

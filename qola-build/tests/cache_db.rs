@@ -49,6 +49,17 @@ impl Setup {
     }
 
     /// This test binary again, running [`child_build`] into `out` (see there).
+    /// A child build into `out` that claimed every unit and stopped there, as if compiling.
+    fn holding_every_claim(&self, out: &str) -> std::process::Child {
+        let holder = self
+            .child(out)
+            .env("QOLA_TEST_STOP_AT", "compile:claimed")
+            .spawn()
+            .unwrap();
+        assert!(wait_until_stopped(&holder));
+        holder
+    }
+
     fn child(&self, out: &str) -> Command {
         let mut command = common::child("child_build");
         command
@@ -576,12 +587,7 @@ fn two_builds_started_together_on_an_empty_cache_compile_each_unit_once() {
 #[test]
 fn a_waiting_build_compiles_its_own_units_meanwhile_and_sums_up_once() {
     let s = setup();
-    let holder = s
-        .child("out-a")
-        .env("QOLA_TEST_STOP_AT", "compile:claimed")
-        .spawn()
-        .unwrap();
-    assert!(wait_until_stopped(&holder));
+    let holder = s.holding_every_claim("out-a");
     let mut waiting = Speaking::spawn(s.child("out-b").env("QOLA_TEST_C_DEFINE", "B"));
     waiting.until(&format!("waiting for pid {}", holder.id()));
     resume(&holder);
@@ -602,13 +608,7 @@ fn a_waiting_build_compiles_its_own_units_meanwhile_and_sums_up_once() {
 #[test]
 fn a_build_killed_mid_compile_leaves_its_units_to_the_build_waiting_for_them() {
     let s = setup();
-    // A claims every unit and stops there, as if compiling.
-    let holder = s
-        .child("out-a")
-        .env("QOLA_TEST_STOP_AT", "compile:claimed")
-        .spawn()
-        .unwrap();
-    assert!(wait_until_stopped(&holder));
+    let holder = s.holding_every_claim("out-a");
     let mut waiting = Speaking::spawn(&mut s.child("out-b"));
     let said = waiting.until(&format!("waiting for pid {}", holder.id()));
     assert!(said.contains("which compiles "), "{said}");

@@ -345,9 +345,9 @@ fn library_stamp(
 }
 
 /// Ends the build's log with the summary and says the summary when something compiled and
-/// `says_summary` (on standard error when `to_terminal`, else as a warning). A build that compiled nothing and
-/// relinked nothing writes no log; one that relinked the library from the cache writes its own
-/// (the previous log spoke of another build).
+/// `says_summary` (on standard error when `to_terminal`, else as a warning). A build that
+/// compiled nothing and relinked nothing writes no log; one that relinked the library from the
+/// cache writes its own (the previous log spoke of another build).
 pub(super) fn finish_log(
     directives: &Directives,
     progress: Option<Progress>,

@@ -199,6 +199,15 @@ impl HipBuild {
         self
     }
 
+    /// Adds the include directory `dir` for the source `path` alone (see
+    /// [`HipBuild::file_flags`]): a directory only that source reads, so no other unit's command
+    /// carries it. Named in full, as [`HipBuild::include`]'s are: a directory given relative to
+    /// where the build runs names nothing where the compiler runs.
+    pub(crate) fn file_include(&mut self, path: &Path, dir: &Path) -> &mut HipBuild {
+        let dir = resolve::full_path(dir).unwrap_or_else(|_| dir.to_path_buf());
+        self.file_flags(path, &[format!("-I{}", dir.display())])
+    }
+
     /// Adds an include directory.
     pub fn include(&mut self, dir: impl AsRef<Path>) -> &mut HipBuild {
         self.includes.push(dir.as_ref().to_path_buf());

@@ -247,16 +247,10 @@ pub(crate) fn library_in(
 
 /// Adds `sources`, each with the include directory `include` as a flag of its own: the API's
 /// headers are what only the wrappers include, so a unit's command (and key) carries it only
-/// where it is read. The directory is named in full, as every include directory of a build is
-/// (canonical, else absolute): an output directory given relative to where qola runs names
-/// nothing where the compiler runs, and in full it is named by its root, wherever it is.
+/// where it is read.
 fn only_for(build: &mut crate::compile::HipBuild, sources: &[PathBuf], include: &Path) {
-    let include = std::fs::canonicalize(include)
-        .or_else(|_| std::path::absolute(include))
-        .unwrap_or_else(|_| include.to_path_buf());
-    let flag = [format!("-I{}", include.display())];
     for source in sources {
-        build.file(source).file_flags(source, &flag);
+        build.file(source).file_include(source, include);
     }
 }
 

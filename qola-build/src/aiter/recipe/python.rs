@@ -224,7 +224,7 @@ impl CheckedPython {
 }
 
 /// Fails with one message when `python` falls short of `needs` (see the module docs).
-pub(crate) fn check(python: &Path, needs: &[Need]) -> Result<()> {
+fn check(python: &Path, needs: &[Need]) -> Result<()> {
     if needs.is_empty() {
         return Ok(());
     }

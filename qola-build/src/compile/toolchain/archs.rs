@@ -13,7 +13,7 @@ use std::process::Command;
 
 use crate::build_script::Env;
 use crate::compile::toolchain::HipToolchain;
-use crate::compile::toolchain::probe::{ProbeAnswer, probe};
+use crate::compile::toolchain::probe::{EMPTY_KERNEL, ProbeAnswer, probe};
 use crate::compile::{CompileError, Result};
 
 use crate::common::precedence::Setting;
@@ -115,6 +115,7 @@ pub(crate) fn validate(
             identity,
             &toolchain.env,
             &probe_command,
+            EMPTY_KERNEL,
             &named,
             cache,
             scratch,
@@ -130,7 +131,16 @@ pub(crate) fn validate(
             format!("--offload-arch={arch}"),
             "-c".to_string(),
         ];
-        if probe(identity, &toolchain.env, &bare, &bare, cache, scratch)? == ProbeAnswer::Accepted {
+        if probe(
+            identity,
+            &toolchain.env,
+            &bare,
+            EMPTY_KERNEL,
+            &bare,
+            cache,
+            scratch,
+        )? == ProbeAnswer::Accepted
+        {
             return Err(CompileError::RejectedFlags {
                 flags: command[1..].join(" "),
                 compiler: toolchain.path.clone(),

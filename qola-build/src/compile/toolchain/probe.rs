@@ -17,20 +17,27 @@ pub(crate) enum ProbeAnswer {
     Rejected(String),
 }
 
-/// Compiles an empty kernel with `command` (program first, then every argument but the source
-/// and `-o`), or reads the answer kept for the same compiler (its `identity`) and `key_command`
-/// (the command as it is known in every place: its roots by name) under `cache`. `scratch` holds
-/// the probe's files; `env`: the compiler's environment (see [`super::HipToolchain::env`]).
+/// The probe's source: an empty kernel with the HIP runtime's header (what a build's compile
+/// reads first).
+pub(crate) const EMPTY_KERNEL: &str =
+    "#include <hip/hip_runtime.h>\n__global__ void qola_probe() {}\n";
+
+/// Compiles `source` with `command` (program first, then every argument but the source and
+/// `-o`), or reads the answer kept for the same compiler (its `identity`) and `key_command` (the
+/// command as it is known in every place: its roots by name) under `cache`. `scratch` holds the
+/// probe's files; `env`: the compiler's environment (see [`super::HipToolchain::env`]).
 pub(crate) fn probe(
     identity: &str,
     env: &[(String, String)],
     command: &[String],
+    source: &str,
     key_command: &[String],
     cache: Option<&Path>,
     scratch: &Path,
 ) -> Result<ProbeAnswer> {
     let key =
-        blake3::hash(format!("{identity}\0{}", key_command[1..].join("\0")).as_bytes()).to_hex();
+        blake3::hash(format!("{identity}\0{}\0{source}", key_command[1..].join("\0")).as_bytes())
+            .to_hex();
     let record = cache.map(|c| c.join(crate::cache_dir::PROBES).join(&key[..24]));
     if let Some(known) = record
         .as_ref()
@@ -45,12 +52,10 @@ pub(crate) fn probe(
     // Named by this process too: a probe of another build at once in the same scratch never
     // loses its source to this one's clean-up.
     let stem = format!("qola-probe-{}-{}", std::process::id(), &key[..12]);
-    let source = scratch.join(format!("{stem}.hip"));
-    write_atomic(
-        &source,
-        b"#include <hip/hip_runtime.h>\n__global__ void qola_probe() {}\n",
-    )?;
     let object = scratch.join(format!("{stem}.o"));
+    let text = source;
+    let source = scratch.join(format!("{stem}.hip"));
+    write_atomic(&source, text.as_bytes())?;
     let output = Command::new(&command[0])
         .args(&command[1..])
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -126,6 +131,7 @@ impl super::HipToolchain {
             &self.identity,
             &self.env,
             &command,
+            EMPTY_KERNEL,
             &key_command,
             Some(cache),
             scratch,
@@ -134,7 +140,10 @@ impl super::HipToolchain {
     }
 
     /// Whether the compiler accepts `flag` (such as an `-mllvm` option) for `arch`: an empty
-    /// kernel compiled with it, once per compiler, the answer kept under `cache`.
+    /// translation unit compiled with it, without the HIP headers and device libraries
+    /// (`-nogpuinc -nogpulib`: the compiler parses its `-mllvm` options before any source, and
+    /// a tenth of a second beats the second and a half the runtime's header costs per flag),
+    /// once per compiler, the answer kept under `cache`.
     pub(crate) fn accepts_flag(
         &self,
         flag: &str,
@@ -143,11 +152,13 @@ impl super::HipToolchain {
         scratch: &Path,
     ) -> Result<bool> {
         let mut command = self.probe_command(arch);
+        command.extend(["-nogpuinc", "-nogpulib"].map(String::from));
         command.extend(flag.split_whitespace().map(String::from));
         let answer = probe(
             &self.identity,
             &self.env,
             &command,
+            "",
             &command,
             Some(cache),
             scratch,

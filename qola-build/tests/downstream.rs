@@ -13,7 +13,8 @@
 //!   Rust program calling their checks links and runs;
 //! * qola-sys with `DOCS_RS` set compiles nothing (not even finding a compiler).
 //!
-//! The crates build in `target/qola-fixtures/downstream-target`, kept between test runs.
+//! The crates build in the tests' shared nested target directory (`qola_tests::nested_cargo`),
+//! kept between test runs; what a build made is read from its own JSON messages.
 
 #![allow(clippy::disallowed_methods)] // tests read and set their own environment
 
@@ -47,7 +48,8 @@ fn downstream(dir: &Path, build_deps: &str, deps: &str, build_rs: &str) {
     qola_tests::write(dir, "src/lib.rs", "//! A crate built by qola's tests.\n");
 }
 
-/// `cargo build -v` in `dir` with `env`; Cargo's fingerprint log goes to stderr too.
+/// `cargo build -v` in `dir` with `env`; Cargo's fingerprint log goes to stderr too, its JSON
+/// messages to stdout.
 fn cargo(dir: &Path, verb: &str, env: &[(&str, &Path)]) -> Output {
     cargo_args(dir, &[verb], env)
 }
@@ -58,11 +60,15 @@ fn cargo_args(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     command
         .current_dir(dir)
         .args(args)
-        .args(["-v", "--offline"])
-        .env("CARGO_TARGET_DIR", fixtures_dir().join("downstream-target"))
+        .args([
+            "-v",
+            "--offline",
+            "--message-format=json-render-diagnostics",
+        ])
         .env("CARGO_LOG", "cargo::core::compiler::fingerprint=info")
         .env("CARGO_TERM_COLOR", "never");
     qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
+    qola_tests::nested_cargo(&mut command);
     for (name, value) in env {
         command.env(name, value);
     }
@@ -374,10 +380,12 @@ fn qola_sys_builds_narrow_aiter_fwd_and_bwd_for_gfx942_exporting_only_the_c_api(
     let first = cargo(tmp.path(), "build", &env);
     let log = text(&first);
     assert!(first.status.success(), "{log}");
-    let build_dir = fixtures.join("downstream-target/debug/build");
-    let fwd = newest_library(&build_dir, "libmha_fwd.a");
-    let bwd = newest_library(&build_dir, "libmha_bwd.a");
-    let status = newest_library(&build_dir, "libqola_mha_status.a");
+    let built = qola_tests::build_script_out_dir(&first.stdout, "qola-sys");
+    let (fwd, bwd, status) = (
+        built.join("libmha_fwd.a"),
+        built.join("libmha_bwd.a"),
+        built.join("libqola_mha_status.a"),
+    );
     assert_eq!(
         exported(&fwd),
         ["qola_mha_fwd", "qola_mha_fwd_check"],
@@ -595,25 +603,25 @@ fn qola_sys_serves_tes_fp4_gemms_whose_rust_checks_link_and_answer() {
     let first = cargo_args(tmp.path(), &build, &env);
     let log = text(&first);
     assert!(first.status.success(), "{log}");
-    let target = fixtures.join("downstream-target/x86_64-unknown-linux-gnu/debug");
-    let built = target.join("build");
+    let built = qola_tests::build_script_out_dir(&first.stdout, "qola-sys");
     assert_eq!(
-        exported(&newest_library(&built, "libgemm_a4w4_blockscale.a")),
+        exported(&built.join("libgemm_a4w4_blockscale.a")),
         [
             "qola_gemm_a4w4_blockscale",
             "qola_gemm_a4w4_blockscale_check"
         ]
     );
     assert_eq!(
-        exported(&newest_library(&built, "libgemm_a4w4_asm.a")),
+        exported(&built.join("libgemm_a4w4_asm.a")),
         ["qola_gemm_a4w4_asm", "qola_gemm_a4w4_asm_check"]
     );
     assert_eq!(
-        exported(&newest_library(&built, "libqola_mha_status.a")),
+        exported(&built.join("libqola_mha_status.a")),
         ["qola_gemm_status_string", "qola_mha_status_string"]
     );
 
-    let run = qola_tests::in_sid_root(&hipcc, &target.join("downstream"), &[&fixtures]);
+    let program = qola_tests::built_executable(&first.stdout, "downstream");
+    let run = qola_tests::in_sid_root(&hipcc, &program, &[&fixtures]);
     assert_eq!(
         String::from_utf8_lossy(&run.stdout),
         "valid, blockscale: 0 success\n\
@@ -667,20 +675,4 @@ fn exported(library: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// The most recently written file named `name` under `dir`.
-fn newest_library(dir: &Path, name: &str) -> PathBuf {
-    let mut found: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("out").join(name))
-        .filter(|p| p.is_file())
-        .map(|p| (p.metadata().unwrap().modified().unwrap(), p))
-        .collect();
-    found.sort();
-    found
-        .pop()
-        .unwrap_or_else(|| panic!("no {name} under {}", dir.display()))
-        .1
 }

@@ -9,9 +9,9 @@
 //!
 //! each compiles 0 units, sharing one qola cache. (`qola build -o A` then `-o B` is in
 //! `qola_build.rs`, a second machine through Redis in `team_cache.rs`, the same project at two
-//! paths with byte-identical objects in `compile.rs`.) The two tests share their first target
-//! directory with the wheel's build (`qola_tests::nested_target`), so registry crates compile
-//! once per profile.
+//! paths with byte-identical objects in `compile.rs`.) The first target directory is the one
+//! the tests' other nested builds share (`qola_tests::nested_cargo`), so registry crates compile
+//! once for all of them.
 
 #![allow(clippy::disallowed_methods)] // tests read and set their own environment
 
@@ -27,20 +27,25 @@ fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
-/// `cargo build` of `dir` into `target` (`release`: the release profile) with `env`.
+/// `cargo build` of `dir` into `target` (`release`: the release profile) with `env`, as the
+/// tests' other nested builds (`qola_tests::nested_cargo`) but for the target directory.
 fn cargo(dir: &Path, target: &Path, release: bool, env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO"));
     command
         .current_dir(dir)
-        .args(["build", "--offline"])
+        .args([
+            "build",
+            "--offline",
+            "--message-format=json-render-diagnostics",
+        ])
         .args(release.then_some("--release"))
         // The claim is that another profile compiles no kernel, whatever its Rust options:
         // optimizing qola's own Rust less (still another OPT_LEVEL than debug's) halves the
         // release tree's cost.
         .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "1")
-        .env("CARGO_TARGET_DIR", target)
         .env("CARGO_TERM_COLOR", "never");
     qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
+    qola_tests::nested_cargo(&mut command).env("CARGO_TARGET_DIR", target);
     for (name, value) in env {
         command.env(name, value);
     }
@@ -53,25 +58,14 @@ fn cargo(dir: &Path, target: &Path, release: bool, env: &[(&str, &Path)]) -> Out
     out
 }
 
-/// The summary of the newest log named `log` of a qola-sys build in `target`'s `profile`: what
-/// its last build of that library did.
-fn last_summary(target: &Path, profile: &str, log: &str) -> String {
-    let build = target.join(profile).join("build");
-    let mut logs: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(&build)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("out").join(log))
-        .filter(|p| p.is_file())
-        .map(|p| (p.metadata().unwrap().modified().unwrap(), p))
-        .collect();
-    logs.sort();
-    let (_, newest) = logs
-        .pop()
-        .unwrap_or_else(|| panic!("no {log} under {}", build.display()));
-    let text = std::fs::read_to_string(&newest).unwrap();
+/// The summary in the log named `log` that the qola-sys build `out` wrote: what that build of
+/// the library did.
+fn last_summary(out: &Output, log: &str) -> String {
+    let path = qola_tests::build_script_out_dir(&out.stdout, "qola-sys").join(log);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .find_map(|l| l.strip_prefix("summary: "))
-        .unwrap_or_else(|| panic!("{}: {text}", newest.display()))
+        .unwrap_or_else(|| panic!("{}: {text}", path.display()))
         .to_string()
 }
 
@@ -100,14 +94,14 @@ fn build_everywhere(
     let mut env = env.to_vec();
     env.push(("QOLA_CACHE_DIR", cache.unwrap_or(&new_cache)));
     let mut summaries = Vec::new();
-    for (place, dir, target, release, profile) in [
-        ("first build", &here, &t1, false, "debug"),
-        ("release", &here, &t1, true, "release"),
-        ("another target directory", &here, &t2, false, "debug"),
-        ("the workspace at another path", &there, &t2, false, "debug"),
+    for (place, dir, target, release) in [
+        ("first build", &here, &t1, false),
+        ("release", &here, &t1, true),
+        ("another target directory", &here, &t2, false),
+        ("the workspace at another path", &there, &t2, false),
     ] {
-        cargo(dir, target, release, &env);
-        let summary = last_summary(target, profile, log);
+        let out = cargo(dir, target, release, &env);
+        let summary = last_summary(&out, log);
         eprintln!("{name}, {place}: {summary}");
         if place != "first build" {
             assert!(
@@ -185,7 +179,7 @@ fn the_narrow_aiter_forward_compiles_once_whatever_the_front_door() {
     qola_tests::qola_sys_dependent(&dependent, &workspace());
     let target = qola_tests::nested_target();
     let through_qola_sys = |cache: &Path| {
-        cargo(
+        let out = cargo(
             &dependent,
             &target,
             false,
@@ -199,7 +193,7 @@ fn the_narrow_aiter_forward_compiles_once_whatever_the_front_door() {
                 ("QOLA_CACHE_DIR", cache),
             ],
         );
-        let summary = last_summary(&target, "debug", "qola-compile-mha_fwd.log");
+        let summary = last_summary(&out, "qola-compile-mha_fwd.log");
         let compiled: usize = summary
             .strip_prefix("qola compiled ")
             .and_then(|s| s.split(' ').next())

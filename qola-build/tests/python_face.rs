@@ -14,8 +14,8 @@ use qola_tests::{NARROW_FWD_FILTER, fixtures_dir};
 
 const QOLA: &str = env!("CARGO_BIN_EXE_qola");
 
-/// The wheel, built once for this file's tests (dev profile; its own target directory in the
-/// fixtures, kept between runs). `None` (the test skips) without maturin, outside CI.
+/// The wheel, built once for this file's tests (dev profile, in the tests' shared nested target
+/// directory, kept between runs). `None` (the test skips) without maturin, outside CI.
 fn wheel() -> Option<&'static Path> {
     static WHEEL: std::sync::OnceLock<Option<(tempfile::TempDir, PathBuf)>> =
         std::sync::OnceLock::new();
@@ -33,13 +33,12 @@ fn wheel() -> Option<&'static Path> {
 /// Builds the wheel into `dir` and returns its path.
 fn build_wheel(maturin: &Path, dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    qola_tests::run_ok(
-        Command::new(maturin)
-            .args(["build", "--profile", "dev", "--quiet", "-o"])
-            .arg(dir)
-            .current_dir(&root)
-            .env("CARGO_TARGET_DIR", qola_tests::nested_target()),
-    );
+    let mut command = Command::new(maturin);
+    command
+        .args(["build", "--profile", "dev", "--quiet", "-o"])
+        .arg(dir)
+        .current_dir(&root);
+    qola_tests::run_ok(qola_tests::nested_cargo(&mut command));
     let wheels: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -124,15 +124,12 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
         command
             .current_dir(dir.join("qola"))
             .args(["build", "-p", "qola-sys", "--offline"])
-            // Shared, so registry crates compile once; each copy's own crates build apart.
-            .env(
-                "CARGO_TARGET_DIR",
-                qola_tests::fixtures_dir().join("team-target"),
-            )
             .env("CARGO_TERM_COLOR", "never");
         let mut env = ccache_env(&dir, &redis);
         env.extend_from_slice(kernels);
         with_env(&mut command, &env);
+        // Shared, so registry crates compile once; each copy's own crates build apart.
+        qola_tests::nested_cargo(&mut command);
         summary(&command.output().unwrap())
     };
     let a = build("A", &[]);

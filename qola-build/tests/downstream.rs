@@ -13,8 +13,11 @@
 //!   Rust program calling their checks links and runs;
 //! * qola-sys with `DOCS_RS` set compiles nothing (not even finding a compiler).
 //!
-//! The crates build in the tests' shared nested target directory (`qola_tests::nested_cargo`),
-//! kept between test runs; what a build made is read from its own JSON messages.
+//! The crates build as the tests' other nested builds (`qola_tests::nested_cargo`) but in a
+//! target directory of their own, `target/qola-fixtures/downstream-target`, kept between test
+//! runs: their build scripts compile AITER's kernels for minutes, during which cargo's lock on
+//! a shared directory would hold `locations.rs`'s builds, which run at the same time. What a
+//! build made is read from its own JSON messages.
 
 #![allow(clippy::disallowed_methods)] // tests read and set their own environment
 
@@ -68,7 +71,8 @@ fn cargo_args(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
         .env("CARGO_LOG", "cargo::core::compiler::fingerprint=info")
         .env("CARGO_TERM_COLOR", "never");
     qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
-    qola_tests::nested_cargo(&mut command);
+    qola_tests::nested_cargo(&mut command)
+        .env("CARGO_TARGET_DIR", fixtures_dir().join("downstream-target"));
     for (name, value) in env {
         command.env(name, value);
     }

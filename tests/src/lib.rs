@@ -326,7 +326,8 @@ pub fn run_ok(command: &mut Command) -> String {
 
 /// The target directory the tests' nested cargo builds share (qola-sys dependents, copies of
 /// this workspace, the wheel): see [`nested_cargo`]. A test whose claim is another target
-/// directory uses one of its own beside it.
+/// directory, or whose builds compile kernels for minutes while another test binary's nested
+/// builds run (`downstream.rs`: cargo's lock would hold theirs), uses one of its own beside it.
 pub fn nested_target() -> PathBuf {
     fixtures_dir().join("nested-target")
 }

@@ -53,13 +53,12 @@ pub(crate) fn probe(
     // loses its source to this one's clean-up.
     let stem = format!("qola-probe-{}-{}", std::process::id(), &key[..12]);
     let object = scratch.join(format!("{stem}.o"));
-    let text = source;
-    let source = scratch.join(format!("{stem}.hip"));
-    write_atomic(&source, text.as_bytes())?;
+    let source_file = scratch.join(format!("{stem}.hip"));
+    write_atomic(&source_file, source.as_bytes())?;
     let output = Command::new(&command[0])
         .args(&command[1..])
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .arg(&source)
+        .arg(&source_file)
         .arg("-o")
         .arg(&object)
         .output()
@@ -70,7 +69,7 @@ pub(crate) fn probe(
     // The probe's files are scratch: none stays, so a build that probed leaves the same files
     // as one that found the answers cached.
     let _ = std::fs::remove_file(&object);
-    let _ = std::fs::remove_file(&source);
+    let _ = std::fs::remove_file(&source_file);
     let _ = std::fs::remove_dir(scratch); // when nothing else is there
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
     // clang warns about some unknown `-mllvm` options and still succeeds.

@@ -13,7 +13,7 @@
 //!   Rust program calling their checks links and runs;
 //! * qola-sys with `DOCS_RS` set compiles nothing (not even finding a compiler).
 //!
-//! The crates build as the tests' other nested builds (`qola_tests::nested_cargo`) but in a
+//! The crates build as the tests' other nested builds (`qola_tests::nested_cargo_in`) but in a
 //! target directory of their own, `target/qola-fixtures/downstream-target`, kept between test
 //! runs: their build scripts compile AITER's kernels for minutes, during which cargo's lock on
 //! a shared directory would hold `locations.rs`'s builds, which run at the same time. What a
@@ -71,8 +71,7 @@ fn cargo_args(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
         .env("CARGO_LOG", "cargo::core::compiler::fingerprint=info")
         .env("CARGO_TERM_COLOR", "never");
     qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
-    qola_tests::nested_cargo(&mut command)
-        .env("CARGO_TARGET_DIR", fixtures_dir().join("downstream-target"));
+    qola_tests::nested_cargo_in(&mut command, &fixtures_dir().join("downstream-target"));
     for (name, value) in env {
         command.env(name, value);
     }

@@ -28,7 +28,7 @@ fn workspace() -> PathBuf {
 }
 
 /// `cargo build` of `dir` into `target` (`release`: the release profile) with `env`, as the
-/// tests' other nested builds (`qola_tests::nested_cargo`) but for the target directory.
+/// tests' other nested builds (`qola_tests::nested_cargo_in`).
 fn cargo(dir: &Path, target: &Path, release: bool, env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO"));
     command
@@ -45,7 +45,7 @@ fn cargo(dir: &Path, target: &Path, release: bool, env: &[(&str, &Path)]) -> Out
         .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "1")
         .env("CARGO_TERM_COLOR", "never");
     qola_tests::without_caller_env(&mut command, &[], &["CARGO_NET_OFFLINE"]);
-    qola_tests::nested_cargo(&mut command).env("CARGO_TARGET_DIR", target);
+    qola_tests::nested_cargo_in(&mut command, target);
     for (name, value) in env {
         command.env(name, value);
     }

@@ -339,8 +339,14 @@ pub fn nested_target() -> PathBuf {
 /// build made is read from its own messages ([`build_script_out_dir`], [`built_executable`]),
 /// never as the newest file of the shared directory.
 pub fn nested_cargo(command: &mut Command) -> &mut Command {
+    nested_cargo_in(command, &nested_target())
+}
+
+/// [`nested_cargo`] into the target directory `target` instead (a test's own, see
+/// [`nested_target`]).
+pub fn nested_cargo_in<'c>(command: &'c mut Command, target: &Path) -> &'c mut Command {
     command
-        .env("CARGO_TARGET_DIR", nested_target())
+        .env("CARGO_TARGET_DIR", target)
         .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")
         .env("CARGO_PROFILE_DEV_BUILD_OVERRIDE_DEBUG", "line-tables-only")
 }

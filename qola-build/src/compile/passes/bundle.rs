@@ -196,6 +196,24 @@ pub(crate) struct LayoutProbe<'a> {
     pub env: &'a [(String, String)],
 }
 
+/// The probe's kernels, the cheapest first: one that needs neither the HIP headers nor the
+/// device libraries (it declares the launch function the host stub calls; with the sid
+/// toolchain for `gfx942;gfx950` it compiles in 0.27 s, the kernel with `hip_runtime.h` in
+/// 2.2 s), then, for a build whose own arguments need the headers (an `-include` of its own),
+/// the one with them. The driver bundles both the same way.
+const PROBE_KERNELS: [(&str, &[&str]); 2] = [
+    (
+        "struct dim3 { unsigned x, y, z; };\n\
+         extern \"C\" int hipLaunchKernel(const void *, dim3, dim3, void **, unsigned long, void *);\n\
+         __attribute__((global)) void qola_bundle_probe() {}\n",
+        &["-nogpuinc", "-nogpulib"],
+    ),
+    (
+        "#include <hip/hip_runtime.h>\n__global__ void qola_bundle_probe() {}\n",
+        &[],
+    ),
+];
+
 /// How the driver of `p.command` bundles device code objects: its `-###` command for a tiny
 /// kernel, checked against the fat binary of that kernel compiled for the build's
 /// architectures (`objcopy` reads it). Asked once per compiler and arguments, kept in qola's
@@ -209,14 +227,27 @@ pub(crate) fn probe_layout(p: &LayoutProbe) -> Option<Layout> {
     if let Ok(text) = std::fs::read_to_string(&kept) {
         return Layout::parse(&text, p.archs);
     }
+    let layout = PROBE_KERNELS
+        .iter()
+        .find_map(|(text, flags)| layout_of(p, text, flags))?;
+    if let Some(dir) = kept.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = crate::common::io::write_atomic(&kept, layout.to_text().as_bytes());
+    Some(layout)
+}
+
+/// The layout the driver says for the kernel `text` compiled with `p.command` and `flags`, as
+/// the fat binary of its compile spells it; `None` when either is missing.
+fn layout_of(p: &LayoutProbe, text: &str, flags: &[&str]) -> Option<Layout> {
     // A unit with a kernel: one without embeds no fat binary at all.
     let probe = p.scratch.join("qola-bundle-probe.hip");
-    let text = "#include <hip/hip_runtime.h>\n__global__ void qola_bundle_probe() {}\n";
     std::fs::write(&probe, text).ok()?;
     let object = p.scratch.join("qola-bundle-probe.o");
     let section = p.scratch.join("qola-bundle-probe.hipfb");
     let run = |extra: &[&str]| {
         let mut argv = p.command.to_vec();
+        argv.extend(flags.iter().map(|f| f.to_string()));
         argv.push("-cuid=0".to_string());
         argv.extend(["-c".to_string(), (p.name)(&probe)]);
         argv.extend(extra.iter().map(|a| a.to_string()));
@@ -242,12 +273,7 @@ pub(crate) fn probe_layout(p: &LayoutProbe) -> Option<Layout> {
     for file in [&probe, &object, &section] {
         let _ = std::fs::remove_file(file);
     }
-    let layout = layout?.spelled_as_in(&bytes?)?;
-    if let Some(dir) = kept.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let _ = crate::common::io::write_atomic(&kept, layout.to_text().as_bytes());
-    Some(layout)
+    layout?.spelled_as_in(&bytes?)
 }
 
 #[cfg(test)]

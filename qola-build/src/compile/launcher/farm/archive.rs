@@ -7,12 +7,17 @@
 //! named by a digest of every file's path, size and modification time, in qola's cache
 //! (`farm/<digest>.tar.gz`); the build servers cache it in turn.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
 use crate::common::io::io_error;
 use crate::compile::Result;
 use crate::compile::launcher::farm::problem;
+
+/// What an archive holds beyond the toolchain's files (in its name's digest: an archive of an
+/// earlier qola is not taken for one of this format).
+const ARCHIVE_FORMAT: &str = "qola toolchain archive 2: the files and /tmp\n";
 
 /// The device library directory the flags name, or `<rocm-path>/amdgcn/bitcode`.
 pub(crate) fn device_libs(args: &[String]) -> Option<PathBuf> {
@@ -230,6 +235,7 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
     };
     let files = files(&t.root, t.clang, &resource, &libs)?;
     let mut hasher = blake3::Hasher::new();
+    hasher.update(ARCHIVE_FORMAT.as_bytes());
     for file in &files {
         let host = t.root.host(file);
         let meta = std::fs::metadata(&host).map_err(io_error("read", &host))?;
@@ -252,6 +258,12 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
     // refuses a file that changed while read), packed in a fixed order and owner.
     let staging = dir.join(format!(".{name}.{}.staging", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
+    // The compiler's temporary files: the server's sandbox is this tree, with only the job's
+    // working directory and inputs added (which give it a /tmp only when they are under /tmp).
+    let tmp_dir = staging.join("tmp");
+    std::fs::create_dir_all(&tmp_dir).map_err(io_error("create", &tmp_dir))?;
+    std::fs::set_permissions(&tmp_dir, std::fs::Permissions::from_mode(0o1777))
+        .map_err(io_error("set the mode of", &tmp_dir))?;
     for file in &files {
         let to = staging.join(file.strip_prefix("/").expect("absolute"));
         std::fs::create_dir_all(to.parent().expect("a parent")).map_err(io_error("create", &to))?;
@@ -266,7 +278,10 @@ pub(crate) fn build(t: &Toolchain, cache: &Path) -> Result<PathBuf> {
             "--owner=0",
             "--group=0",
             "--numeric-owner",
-            "-czf",
+            // gzip's fastest level: on the sid toolchain's libLLVM (139 MB) level 1 takes
+            // 2.0 s and gives 48 MB, tar's default (6) 5.4 s for 43 MB.
+            "--use-compress-program=gzip -1 -n",
+            "-cf",
         ])
         .arg(&tmp)
         .arg("-C")

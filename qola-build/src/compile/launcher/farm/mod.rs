@@ -336,7 +336,10 @@ fn prepare(
     if !matches!(farm, Farm::Up { .. }) {
         return Ok((farm, None));
     }
-    let mut full = vec!["env".to_string()];
+    // sccache sends a compile's environment to the build server with it: this machine's
+    // TMPDIR (a directory of its own, /dev/shm, ...) is no place there, where the compiler's
+    // sandbox has a /tmp of its own.
+    let mut full = ["env", "-u", "TMPDIR"].map(String::from).to_vec();
     full.extend(server.env().iter().map(|(k, v)| format!("{k}={v}")));
     full.push(sccache.to_string_lossy().into_owned());
     Ok((

@@ -21,6 +21,9 @@ fn spawn(sccache_dist: &Path, role: &str, config: &Path, log: &Path) -> Child {
         .arg(config)
         .env("SCCACHE_NO_DAEMON", "1")
         .env("RUST_LOG", "info")
+        // A farm's machine has its own temporary directory: its jobs' sandboxes have their own
+        // /tmp and /dev, where the tests' TMPDIR (tools/test-all's, on /dev/shm) is not.
+        .env_remove("TMPDIR")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).expect("a log file"))
         .spawn()

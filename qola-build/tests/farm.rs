@@ -325,7 +325,10 @@ fn narrow_aiter_forward_on_the_farm(sid: &Path, sccache: &Path, tmp: &Path) {
         .arg(tmp.join("aiter-out"))
         .env("HIPCC", sid)
         .env("QOLA_CACHE_DIR", tmp.join("aiter-cache"))
-        .env("QOLA_CK_FILTER_LIBMHA_FWD", qola_tests::NARROW_FWD_FILTER)
+        .env(
+            "QOLA_CK_FILTER_LIBMHA_FWD",
+            qola_tests::TWO_INSTANCE_FWD_FILTER,
+        )
         .env("QOLA_COMPILER_LAUNCHER", sccache)
         .output()
         .unwrap();
@@ -341,7 +344,7 @@ fn narrow_aiter_forward_on_the_farm(sid: &Path, sccache: &Path, tmp: &Path) {
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or_else(|| panic!("{summary}"));
-    // The four CK instances in one batch (QOLA_BATCH's default), the dispatch file, AITER's
+    // The two CK instances in one batch (QOLA_BATCH's default), the dispatch file, AITER's
     // two sources and qola's wrapper.
     assert!(units >= 5, "{summary}");
     assert!(

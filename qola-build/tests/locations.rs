@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use qola_tests::{NARROW_FWD_FILTER, fixtures_dir, hipcc_available};
+use qola_tests::{NARROW_FWD_FILTER, TWO_INSTANCE_FWD_FILTER, fixtures_dir, hipcc_available};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -157,7 +157,8 @@ fn the_narrow_aiter_forward_compiles_once_for_every_profile_target_directory_and
     );
 }
 
-/// One object per content, whatever the front door: the narrow AITER forward of one manifest,
+/// One object per content, whatever the front door: the narrow AITER forward (two of its
+/// instances, `TWO_INSTANCE_FWD_FILTER`: still a batch, and every kind of unit) of one manifest,
 /// tree, compiler and architecture built through qola-sys's build script (a Rust binding's) and
 /// through `qola build` (what TE's CMake, its Python and ck-jit run), in both orders, each from
 /// an empty qola cache (the claim counts compiles, so it cannot start warm): the second door
@@ -187,7 +188,10 @@ fn the_narrow_aiter_forward_compiles_once_whatever_the_front_door() {
                 ("QOLA_KERNELS", Path::new("aiter")),
                 ("QOLA_MANIFEST", &manifest),
                 ("QOLA_AITER_MODULES", Path::new("libmha_fwd")),
-                ("QOLA_CK_FILTER_LIBMHA_FWD", Path::new(NARROW_FWD_FILTER)),
+                (
+                    "QOLA_CK_FILTER_LIBMHA_FWD",
+                    Path::new(TWO_INSTANCE_FWD_FILTER),
+                ),
                 ("HIPCC", &hipcc),
                 ("QOLA_AITER_ROOT", &root),
                 ("QOLA_CACHE_DIR", cache),
@@ -214,7 +218,7 @@ fn the_narrow_aiter_forward_compiles_once_whatever_the_front_door() {
                 .arg(out)
                 .env("HIPCC", &hipcc)
                 .env("QOLA_CACHE_DIR", cache)
-                .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER),
+                .env("QOLA_CK_FILTER_LIBMHA_FWD", TWO_INSTANCE_FWD_FILTER),
         );
         // `qola build: 1/1 modules built, 0 failed; 3 of 4 units compiled; ...`
         let compiled: usize = said

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use qola_tests::{NARROW_FWD_FILTER, RedisServer, copy_tracked, tool};
+use qola_tests::{RedisServer, TWO_INSTANCE_FWD_FILTER, copy_tracked, tool};
 
 /// ccache's environment for `machine`'s builds, sharing `redis`.
 fn ccache_env(machine: &Path, redis: &RedisServer) -> Vec<(String, String)> {
@@ -162,7 +162,10 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
             ("QOLA_AITER_COMMIT", real.commit.clone()),
             ("QOLA_AITER_ROOT", root.display().to_string()),
             ("QOLA_AITER_MODULES", "libmha_fwd".to_string()),
-            ("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER.to_string()),
+            (
+                "QOLA_CK_FILTER_LIBMHA_FWD",
+                TWO_INSTANCE_FWD_FILTER.to_string(),
+            ),
             ("HIPCC", sid_hipcc.display().to_string()),
             ("GPU_ARCHS", "gfx942".to_string()),
         ]
@@ -174,7 +177,7 @@ fn a_second_workspace_gets_every_qola_sys_unit_from_the_shared_redis_cache() {
     let a_units: usize = compiled_and_answered_remotely(&a).iter().map(|u| u.0).sum();
     assert_eq!(
         a_units, 6,
-        "5 units of libmha_fwd (its four CK instances in one batch) and the status library's 1: {a}"
+        "5 units of libmha_fwd (its two CK instances in one batch) and the status library's 1: {a}"
     );
     let remote_hits_before = common::ccache_counter(&b_ccache, "remote_storage_hit");
     let b = build("B", &aiter("B"));

@@ -53,6 +53,13 @@ pub fn children_cpu() -> std::time::Duration {
 pub const NARROW_FWD_FILTER: &str =
     "fmha_fwd_d128_bf16_batch_*_qr_async_vr_ps*ddv_nlogits_nbias_*mask_lse_ndropout_*";
 
+/// Two of [`NARROW_FWD_FILTER`]'s instances (with and without the mask, no skip): still one
+/// batch, at about half its compile. For the tests that must compile the forward from an empty
+/// cache (a claim that counts compiles or shows where they ran), where the instance count
+/// is not what they check.
+pub const TWO_INSTANCE_FWD_FILTER: &str =
+    "fmha_fwd_d128_bf16_batch_*_qr_async_vr_psddv_nlogits_nbias_*mask_lse_ndropout_nskip_*";
+
 /// A narrow a4w4 blockscale GEMM for gfx950 (its generator's `--filter`, qola's port): the
 /// 256x64x128x128 and 256x64x256x128 tiles with the 1x32x1x8 C transfer, each in bf16 and fp16
 /// output, 4 units of the ~60 in AITER's list.

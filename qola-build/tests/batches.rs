@@ -25,12 +25,12 @@ fn narrow_forward(root: &Path, hipcc: &Path, place: &Path) -> qola_build::aiter:
     )
 }
 
-/// In a child (`QOLA_BATCH` and `QOLA_TEST_OUT` set by the parent): builds the narrow forward's
-/// CK instances (the API and AITER's own sources aside) with a cache of its own under the
-/// place (empty: the test compares what each way of building compiles), prints each unit's
-/// source name and object, and the library.
+/// In a child (`QOLA_BATCH`, `QOLA_TEST_OUT` and `QOLA_CACHE_DIR` set by the parent): builds
+/// the narrow forward's CK instances (the API and AITER's own sources aside) with that cache,
+/// prints each unit's source name and object, and the library.
 fn build_in_child(root: &Path, hipcc: &Path) {
     let place = PathBuf::from(std::env::var_os("QOLA_TEST_OUT").unwrap());
+    let cache = PathBuf::from(std::env::var_os("QOLA_CACHE_DIR").unwrap());
     let mut module = narrow_forward(root, hipcc, &place);
     module.sources.retain(|s| {
         let name = s.file_name().unwrap().to_string_lossy();
@@ -41,7 +41,7 @@ fn build_in_child(root: &Path, hipcc: &Path) {
         .hip_build()
         .arch("gfx942")
         .jobs(2)
-        .cache_dir(place.join("cache"))
+        .cache_dir(cache)
         .out_dir(place.join("out"))
         .cargo_metadata(false)
         .timings(true)
@@ -57,12 +57,18 @@ fn build_in_child(root: &Path, hipcc: &Path) {
     println!("\nqola-test-library {}", report.library.display());
 }
 
-/// Runs this test in a child with `QOLA_BATCH=batch`, building under `place`: each unit's
-/// source name and object, and the library.
-fn child_build(test: &str, batch: &str, place: &Path) -> (Vec<(String, PathBuf)>, PathBuf) {
+/// Runs this test in a child with `QOLA_BATCH=batch`, building under `place` with qola's cache
+/// `cache`: each unit's source name and object, and the library.
+fn child_build(
+    test: &str,
+    batch: &str,
+    place: &Path,
+    cache: &Path,
+) -> (Vec<(String, PathBuf)>, PathBuf) {
     let out = common::child(test)
         .env("QOLA_BATCH", batch)
         .env("QOLA_TEST_OUT", place)
+        .env("QOLA_CACHE_DIR", cache)
         .output()
         .unwrap();
     let said = common::text(&out);
@@ -100,8 +106,18 @@ fn a_batch_compiles_the_same_kernels_and_host_code_as_one_unit_per_instance() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let (batched, batched_library) = child_build(TEST, "4", &tmp.path().join("batched"));
-    let (single, _) = child_build(TEST, "1", &tmp.path().join("single"));
+    // The batches from empty caches of their own: compiled, traced, and below compiled again
+    // elsewhere from nothing. The instances one unit each may come from the fixtures' cache:
+    // the other test here compiles the same units when its batch fails.
+    let batched_place = tmp.path().join("batched");
+    let (batched, batched_library) =
+        child_build(TEST, "4", &batched_place, &batched_place.join("cache"));
+    let (single, _) = child_build(
+        TEST,
+        "1",
+        &tmp.path().join("single"),
+        &fixtures_dir().join("cache"),
+    );
     assert_eq!(batched.len(), 1, "one batch: {batched:?}");
     assert!(batched[0].0.ends_with("_gfx9+3.cpp"), "{batched:?}");
     assert_eq!(single.len(), 4, "four instances: {single:?}");
@@ -180,7 +196,8 @@ fn a_batch_compiles_the_same_kernels_and_host_code_as_one_unit_per_instance() {
     );
 
     // Built again elsewhere, from nothing: the same bytes.
-    let (again, again_library) = child_build(TEST, "4", &tmp.path().join("another place"));
+    let again_place = tmp.path().join("another place");
+    let (again, again_library) = child_build(TEST, "4", &again_place, &again_place.join("cache"));
     assert_eq!(again.len(), 1);
     assert!(
         std::fs::read(&again[0].1).unwrap() == std::fs::read(&batched[0].1).unwrap(),
@@ -218,9 +235,9 @@ fn a_batch_that_fails_is_compiled_again_one_instance_each_and_the_error_names_th
             .arg("-o")
             .arg(&out)
             .env("HIPCC", &hipcc)
-            // A cache of its own: the instances compiled one each are keys no other test
-            // builds, which the fixtures' cache would find nowhere and only grow by.
-            .env("QOLA_CACHE_DIR", tmp.path().join("cache"))
+            // The fixtures' cache: the dispatch file, AITER's sources and the wrapper are the
+            // other narrow builds' units, the instances one unit each the other test's.
+            .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"))
             .env("QOLA_CK_FILTER_LIBMHA_FWD", NARROW_FWD_FILTER);
         command
     };

@@ -100,7 +100,11 @@ fn hip_compiles_run_on_a_loopback_farm() {
     ) else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
+    // Under the fixtures, not TMPDIR: the build servers run each job in a sandbox whose /dev is
+    // its own, where a working directory under /dev (tools/test-all's TMPDIR on /dev/shm) cannot
+    // be made. Outside /tmp, too, so the compiler's temporary files need the toolchain
+    // archive's own /tmp (a job's working directory under /tmp made one before).
+    let tmp = tempfile::tempdir_in(qola_tests::fixtures_dir()).unwrap();
     let mut farm = LoopbackFarm::start(&sccache_dist, &sccache, &tmp.path().join("farm"), 2);
     let config = tmp.path().join("sccache.conf");
     farm.client_config(&config);

@@ -95,7 +95,9 @@ fn start(name: &str) -> Option<(qola_tests::RealAiter, PathBuf, tempfile::TempDi
     };
     let out = fixtures_dir().join("qola-build-out").join(name);
     let _ = std::fs::remove_dir_all(&out);
-    Some((real, hipcc, tempfile::tempdir().unwrap(), out))
+    // Beside the fixtures, on their file system: tests hard-link the prepared trees into it.
+    let tmp = tempfile::tempdir_in(fixtures_dir()).unwrap();
+    Some((real, hipcc, tmp, out))
 }
 
 #[test]

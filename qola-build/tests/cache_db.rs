@@ -265,6 +265,8 @@ fn a_warm_cache_on_a_read_only_mount_answers_hits_and_the_build_compiles_the_res
     // The cache, HOME and TMPDIR on read-only mounts (bubblewrap): nothing may go there.
     let mut command = Command::new("bwrap");
     command.args(["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
+    // A /dev of its own hides /dev/shm, where the tests' TMPDIR may be (tools/test-all).
+    command.args(["--bind", "/dev/shm", "/dev/shm"]);
     for dir in [s.cache(), home.clone(), tmpdir.clone()] {
         command.arg("--ro-bind").arg(&dir).arg(&dir);
     }
@@ -343,6 +345,7 @@ fn a_full_cache_is_reported_as_full_and_the_build_compiles_into_its_own() {
     let child = s.child("out-full");
     let out = Command::new("bwrap")
         .args(["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+        .args(["--bind", "/dev/shm", "/dev/shm"])
         .args(["--size", "1048576", "--tmpfs"])
         .arg(s.cache())
         .arg(child.get_program())

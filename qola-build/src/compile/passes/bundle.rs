@@ -282,6 +282,50 @@ mod tests {
 
     const CLANG_21: &str = " \"/usr/lib/llvm-21/bin/clang-offload-bundler\" \"-type=o\" \"-bundle-align=4096\" \"-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx942,hipv4-amdgcn-amd-amdhsa--gfx950\" \"-input=/dev/null\" \"-input=/tmp/t-gfx942.out\" \"-input=/tmp/t-gfx950.out\" \"-output=/tmp/t.hipfb\"";
 
+    /// The header-free probe kernel answers by itself (the one with `hip_runtime.h` is only its
+    /// fallback, which would hide a light probe that no longer compiles): Debian's hipcc for
+    /// two architectures. Skipped without hipcc, failed in CI.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // CI's marker, read as qola-tests reads it
+    fn the_probe_kernel_without_the_hip_headers_gives_the_layout() {
+        let Ok(hipcc) = which::which("hipcc") else {
+            assert!(std::env::var_os("CI").is_none(), "CI: hipcc is missing");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let command = [
+            "-x",
+            "hip",
+            "-O3",
+            "--offload-arch=gfx90a",
+            "--offload-arch=gfx908",
+        ];
+        let command: Vec<String> = std::iter::once(hipcc.display().to_string())
+            .chain(command.iter().map(|a| a.to_string()))
+            .collect();
+        let archs = ["gfx90a".to_string(), "gfx908".to_string()];
+        let name = |p: &Path| p.display().to_string();
+        let probe = LayoutProbe {
+            command: &command,
+            archs: &archs,
+            cache: dir.path(),
+            scratch: dir.path(),
+            links: dir.path(),
+            name: &name,
+            env: &[],
+        };
+        let (text, flags) = PROBE_KERNELS[0];
+        let layout = layout_of(&probe, text, flags).expect("the light probe's layout");
+        assert_eq!(
+            layout
+                .devices
+                .iter()
+                .map(|(a, _)| a.as_str())
+                .collect::<Vec<_>>(),
+            ["gfx908", "gfx90a"]
+        );
+    }
+
     #[test]
     fn the_layout_is_the_driver_s() {
         let archs = ["gfx950".to_string(), "gfx942".to_string()];

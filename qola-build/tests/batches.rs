@@ -107,8 +107,8 @@ fn a_batch_compiles_the_same_kernels_and_host_code_as_one_unit_per_instance() {
     }
     let tmp = tempfile::tempdir().unwrap();
     // The batches from empty caches of their own: compiled, traced, and below compiled again
-    // elsewhere from nothing. The instances one unit each may come from the fixtures' cache:
-    // the other test here compiles the same units when its batch fails.
+    // elsewhere from nothing. The instances one unit each go to the fixtures' cache, where the
+    // other test here finds them when its batch fails (a warm machine's run compiles none).
     let batched_place = tmp.path().join("batched");
     let (batched, batched_library) =
         child_build(TEST, "4", &batched_place, &batched_place.join("cache"));

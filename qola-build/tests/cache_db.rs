@@ -122,6 +122,16 @@ fn child_build() {
     }
 }
 
+/// bubblewrap over this machine's file system, with a /dev and /proc of its own and the host's
+/// /dev/shm (where the tests' TMPDIR may be: tools/test-all), for a test's mounts on top.
+fn over_the_host() -> Command {
+    let mut command = Command::new("bwrap");
+    command
+        .args(["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+        .args(["--bind", "/dev/shm", "/dev/shm"]);
+    command
+}
+
 /// Writes into `dir` until its file system is full.
 fn fill(dir: &Path) {
     use std::io::Write;
@@ -263,10 +273,7 @@ fn a_warm_cache_on_a_read_only_mount_answers_hits_and_the_build_compiles_the_res
     std::fs::create_dir_all(&tmpdir).unwrap();
     let before = contents(&s.cache());
     // The cache, HOME and TMPDIR on read-only mounts (bubblewrap): nothing may go there.
-    let mut command = Command::new("bwrap");
-    command.args(["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
-    // A /dev of its own hides /dev/shm, where the tests' TMPDIR may be (tools/test-all).
-    command.args(["--bind", "/dev/shm", "/dev/shm"]);
+    let mut command = over_the_host();
     for dir in [s.cache(), home.clone(), tmpdir.clone()] {
         command.arg("--ro-bind").arg(&dir).arg(&dir);
     }
@@ -343,9 +350,7 @@ fn a_full_cache_is_reported_as_full_and_the_build_compiles_into_its_own() {
     std::fs::create_dir_all(s.cache()).unwrap();
     // The cache on a small tmpfs of its own (bubblewrap), filled by the child before it builds.
     let child = s.child("out-full");
-    let out = Command::new("bwrap")
-        .args(["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-        .args(["--bind", "/dev/shm", "/dev/shm"])
+    let out = over_the_host()
         .args(["--size", "1048576", "--tmpfs"])
         .arg(s.cache())
         .arg(child.get_program())

@@ -280,6 +280,11 @@ fn layout_of(p: &LayoutProbe, text: &str, flags: &[&str]) -> Option<Layout> {
 mod tests {
     use super::*;
 
+    /// The architectures of `layout`'s device entries, in its order.
+    fn device_archs(layout: &Layout) -> Vec<&str> {
+        layout.devices.iter().map(|(a, _)| a.as_str()).collect()
+    }
+
     const CLANG_21: &str = " \"/usr/lib/llvm-21/bin/clang-offload-bundler\" \"-type=o\" \"-bundle-align=4096\" \"-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx942,hipv4-amdgcn-amd-amdhsa--gfx950\" \"-input=/dev/null\" \"-input=/tmp/t-gfx942.out\" \"-input=/tmp/t-gfx950.out\" \"-output=/tmp/t.hipfb\"";
 
     /// The header-free probe kernel answers by itself (the one with `hip_runtime.h` is only its
@@ -316,14 +321,7 @@ mod tests {
         };
         let (text, flags) = PROBE_KERNELS[0];
         let layout = layout_of(&probe, text, flags).expect("the light probe's layout");
-        assert_eq!(
-            layout
-                .devices
-                .iter()
-                .map(|(a, _)| a.as_str())
-                .collect::<Vec<_>>(),
-            ["gfx908", "gfx90a"]
-        );
+        assert_eq!(device_archs(&layout), ["gfx908", "gfx90a"]);
     }
 
     #[test]
@@ -331,14 +329,7 @@ mod tests {
         let archs = ["gfx950".to_string(), "gfx942".to_string()];
         let layout = Layout::from_driver(CLANG_21, &archs).unwrap();
         assert_eq!(layout.host, "host-x86_64-unknown-linux-gnu");
-        assert_eq!(
-            layout
-                .devices
-                .iter()
-                .map(|(a, _)| a.as_str())
-                .collect::<Vec<_>>(),
-            ["gfx942", "gfx950"]
-        );
+        assert_eq!(device_archs(&layout), ["gfx942", "gfx950"]);
         assert_eq!(layout.align, 4096);
         assert_eq!(Layout::from_driver("no bundler here", &archs), None);
     }

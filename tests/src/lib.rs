@@ -60,10 +60,12 @@ pub const NARROW_FWD_FILTER: &str =
 pub const TWO_INSTANCE_FWD_FILTER: &str =
     "fmha_fwd_d128_bf16_batch_*_qr_async_vr_psddv_nlogits_nbias_*mask_lse_ndropout_nskip_*";
 
-/// A narrow a4w4 blockscale GEMM for gfx950 (its generator's `--filter`, qola's port): the
-/// 256x64x128x128 and 256x64x256x128 tiles with the 1x32x1x8 C transfer, each in bf16 and fp16
-/// output, 4 units of the ~60 in AITER's list.
-pub const NARROW_GEMM_FILTER: &str = "*256x64x[12]*x128_*1x32x1x8*";
+/// A narrow a4w4 blockscale GEMM for gfx950 (its generator's `--filter`, qola's port; `|`
+/// separates alternatives): AITER's default tile (256x64x128x128, 1x32x1x8 C transfer) and
+/// its cheapest tuned one to compile (256x32x128x128: 31 s of CPU per unit with the sid
+/// toolchain, against ~65 s for 256x64x256x128), each in bf16 and fp16 output, 4 units of the
+/// ~60 in AITER's list.
+pub const NARROW_GEMM_FILTER: &str = "*256x64x128x128_*1x32x1x8*|*256x32x128x128_*";
 
 /// A narrow AITER backward, in CK's three-part form (dot(dO, O) @ convert dQ @ dQ/dK/dV): bf16,
 /// head dim 128, batch mode, unpadded, non-deterministic, with and without the mask, for CK's

@@ -22,6 +22,7 @@ pub mod docs;
 mod farm;
 mod hip;
 mod manifest;
+mod nested;
 mod phase;
 mod real;
 mod team;
@@ -31,6 +32,10 @@ pub use demo::{DEMO_KERNEL, DEMO_PATCHES, Demo, code_object as demo_code_object}
 pub use farm::LoopbackFarm;
 pub use hip::{BuiltinKernels, HipProject};
 pub use manifest::ManifestText;
+pub use nested::{
+    build_script_out_dir, built_executable, nested_cargo, nested_cargo_in, nested_target,
+    qola_sys_dependent,
+};
 pub use phase::{resume, wait_until_stopped};
 pub use real::{RealAiter, real_aiter};
 pub use team::{HttpCache, RedisServer, copy_tracked, tool};
@@ -333,83 +338,6 @@ pub fn run_ok(command: &mut Command) -> String {
     text
 }
 
-/// The target directory the tests' nested cargo builds share (qola-sys dependents, copies of
-/// this workspace, the wheel): see [`nested_cargo`]. A test whose claim is another target
-/// directory, or whose builds compile kernels for minutes while another test binary's nested
-/// builds run (`downstream.rs`: cargo's lock would hold theirs), uses one of its own beside it.
-pub fn nested_target() -> PathBuf {
-    fixtures_dir().join("nested-target")
-}
-
-/// Makes `command` (a `cargo` or `maturin` build) a nested build of the tests: into
-/// [`nested_target`], with the workspace's dev debuginfo for units and build scripts alike
-/// (`Cargo.toml`'s `[profile.dev]`, which a dependent crate's own workspace does not have), so
-/// registry crates compile once for all of them. Cargo's lock runs them one at a time; what a
-/// build made is read from its own messages ([`build_script_out_dir`], [`built_executable`]),
-/// never as the newest file of the shared directory.
-pub fn nested_cargo(command: &mut Command) -> &mut Command {
-    nested_cargo_in(command, &nested_target())
-}
-
-/// [`nested_cargo`] into the target directory `target` instead (a test's own, see
-/// [`nested_target`]).
-pub fn nested_cargo_in<'c>(command: &'c mut Command, target: &Path) -> &'c mut Command {
-    command
-        .env("CARGO_TARGET_DIR", target)
-        .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only")
-        .env("CARGO_PROFILE_DEV_BUILD_OVERRIDE_DEBUG", "line-tables-only")
-}
-
-/// The messages of a `cargo build --message-format=json-render-diagnostics` (its stdout).
-fn cargo_messages(stdout: &[u8]) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-/// The package name in a cargo package id: `path+file:///.../qola-sys#0.1.0` or
-/// `path+file:///.../qola-sys-0.1.0#qola-sys@0.1.0`.
-fn package_name(id: &str) -> &str {
-    let (url, fragment) = id.rsplit_once('#').unwrap_or((id, ""));
-    match fragment.split_once('@') {
-        Some((name, _)) => name,
-        None => url.rsplit('/').next().unwrap_or(url),
-    }
-}
-
-/// The `OUT_DIR` of `package`'s build script in a JSON-message build's `stdout` (cargo reports
-/// it for a build script that was fresh too).
-pub fn build_script_out_dir(stdout: &[u8], package: &str) -> PathBuf {
-    let dirs: Vec<PathBuf> = cargo_messages(stdout)
-        .iter()
-        .filter(|m| m["reason"] == "build-script-executed")
-        .filter(|m| m["package_id"].as_str().map(package_name) == Some(package))
-        .filter_map(|m| m["out_dir"].as_str().map(PathBuf::from))
-        .collect();
-    match dirs.as_slice() {
-        [dir] => dir.clone(),
-        _ => panic!(
-            "{package}'s OUT_DIR: {dirs:?} in {}",
-            String::from_utf8_lossy(stdout)
-        ),
-    }
-}
-
-/// The executable a JSON-message build's `stdout` says it made for the binary target `name`.
-pub fn built_executable(stdout: &[u8], name: &str) -> PathBuf {
-    cargo_messages(stdout)
-        .iter()
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| {
-            panic!(
-                "no executable {name} in {}",
-                String::from_utf8_lossy(stdout)
-            )
-        })
-}
-
 /// The workspace's `target/qola-fixtures` directory (or `$CARGO_TARGET_DIR/qola-fixtures`).
 pub fn fixtures_dir() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -443,42 +371,4 @@ pub fn without_caller_env<'c>(
         }
     }
     command
-}
-
-/// A crate in `dir` depending on the qola-sys of the workspace at `workspace` (builds of a
-/// dependent from elsewhere: other profiles, target directories, paths).
-pub fn qola_sys_dependent(dir: &Path, workspace: &Path) {
-    write(
-        dir,
-        "Cargo.toml",
-        format!(
-            "[package]\nname = \"located\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n\n[dependencies]\nqola-sys = {{ path = \"{}\" }}\n",
-            workspace.join("qola-sys").display()
-        ),
-    );
-    write(
-        dir,
-        "src/lib.rs",
-        "//! Built by qola's tests and benchmarks.\n",
-    );
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_package_id_names_its_package_in_either_form() {
-        for (id, name) in [
-            ("path+file:///w/qola-sys#0.1.0", "qola-sys"),
-            (
-                "path+file:///t/packaged-1/qola-sys-0.1.0#qola-sys@0.1.0",
-                "qola-sys",
-            ),
-            (
-                "registry+https://github.com/rust-lang/crates.io-index#cc@1.11.3",
-                "cc",
-            ),
-        ] {
-            assert_eq!(super::package_name(id), name, "{id}");
-        }
-    }
 }

@@ -31,7 +31,7 @@ fn tree_copy(hipcc: &Path, manifest: &Path, dir: &Path) -> PathBuf {
         .env("QOLA_CACHE_DIR", fixtures_dir().join("cache"));
     qola_tests::run_ok(&mut checkout);
     let tree = dir.join("aiter");
-    qola_tests::run_ok(Command::new("cp").arg("-a").arg(&fixture).arg(&tree));
+    common::copy_checkout(&fixture, &tree);
     tree
 }
 

@@ -95,7 +95,8 @@ fn start(name: &str) -> Option<(qola_tests::RealAiter, PathBuf, tempfile::TempDi
     };
     let out = fixtures_dir().join("qola-build-out").join(name);
     let _ = std::fs::remove_dir_all(&out);
-    // Beside the fixtures, on their file system: tests hard-link the prepared trees into it.
+    // Beside the fixtures, which the sid toolchain's sandbox sees: tests copy the prepared
+    // trees into it.
     let tmp = tempfile::tempdir_in(fixtures_dir()).unwrap();
     Some((real, hipcc, tmp, out))
 }
@@ -1178,8 +1179,7 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
 
     // The same tree elsewhere, used as it is (TE's NVTE_AITER_SOURCE_DIR): every unit reused.
     let copy = tmp.path().join("aiter elsewhere");
-    let cp = Command::new("cp").arg("-al").arg(&tree).arg(&copy).status();
-    assert!(cp.unwrap().success());
+    common::copy_checkout(&tree, &copy);
     let elsewhere = out.with_file_name("gemm a4w4, elsewhere");
     let _ = std::fs::remove_dir_all(&elsewhere);
     let skip = |out: &Path| {
@@ -1192,8 +1192,7 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
     assert!(third.status.success(), "{}", stderr(&third));
     assert_eq!(compiled(&third), Vec::<String>::new(), "{}", stderr(&third));
 
-    // One instance's generator input (the first tile's wave map, not in its name; a new file,
-    // not the hard link's): its two units (bf16 and fp16 output) get new keys (no longer
+    // One instance's generator input (the first tile's wave map, not in its name): its two units (bf16 and fp16 output) get new keys (no longer
     // cached, or cached under another key by an earlier run of this test), no other unit does,
     // and the build compiles nothing else.
     let blockscale_keys = || {
@@ -1232,7 +1231,6 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
         "0:  kernelInstance(256,     64,   128,    128,  16,  16,  16,   16,   2,    4,",
         1,
     );
-    std::fs::remove_file(&common_py).unwrap();
     std::fs::write(&common_py, edited).unwrap();
     let after = blockscale_keys();
     assert_eq!(
@@ -1321,12 +1319,7 @@ fn tes_fp4_gemm_modules_are_refused_for_another_architecture_or_an_aiter_without
     );
 
     let without = tmp.path().join("aiter without a4w4");
-    let cp = Command::new("cp")
-        .arg("-al")
-        .arg(fixtures_dir().join("aiter-narrow"))
-        .arg(&without)
-        .status();
-    assert!(cp.unwrap().success());
+    common::copy_checkout(&fixtures_dir().join("aiter-narrow"), &without);
     std::fs::remove_dir_all(without.join("csrc/ck_gemm_a4w4_blockscale")).unwrap();
     std::fs::remove_file(without.join("csrc/py_itfs_cu/asm_gemm_a4w4.cu")).unwrap();
     let run = qola(

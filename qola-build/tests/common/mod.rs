@@ -256,6 +256,30 @@ pub fn prepared_aiter() -> Option<PathBuf> {
     .clone()
 }
 
+/// A copy of the checkout `from` (a prepared AITER tree with its submodule) at `to`, as a second
+/// checkout of the same content is: `cp -a`, then each repository's index refreshed. The copy's
+/// files have new inode change times, which its copied index does not hold, so every status in
+/// it would hash all ~9,000 files again (2 s of CPU per qola command on the real tree); a
+/// checkout git or qola made has them. `from` is only read: a hard-linked copy changes the
+/// change time of every file it links, in the source too.
+pub fn copy_checkout(from: &Path, to: &Path) {
+    qola_tests::run_ok(std::process::Command::new("cp").arg("-a").arg(from).arg(to));
+    qola_tests::run_ok(&mut qola_tests::git_command(
+        to,
+        &["update-index", "-q", "--refresh"],
+    ));
+    qola_tests::run_ok(&mut qola_tests::git_command(
+        to,
+        &[
+            "submodule",
+            "foreach",
+            "--quiet",
+            "--recursive",
+            "git update-index -q --refresh",
+        ],
+    ));
+}
+
 /// The child side of the team-cache tests: compiles the demo HIP project of the current
 /// directory (a root of the build, by name, as a build script's crate directory is) for `arch`
 /// through the compiler and launcher of the environment, after `edit` (a test that changes

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use qola_tests::{TWO_INSTANCE_FWD_FILTER, fixtures_dir};
 
 /// The narrow forward's module for gfx942 with two of its instances (`TWO_INSTANCE_FWD_FILTER`:
-/// one family, with and without the mask), its code generated
-/// under `place`, batched as `QOLA_BATCH` of this process says.
+/// one family, with and without the mask), its code generated under `place`, batched as
+/// `QOLA_BATCH` of this process says.
 fn narrow_forward(root: &Path, hipcc: &Path, place: &Path) -> qola_build::aiter::AiterModule {
     let text = "[[modules]]\nname = \"libmha_fwd\"\nreceipt = 700\ndrop_directions = [\"fwd_splitkv\", \"batch_prefill\"]\n";
     let manifest = qola_build::Manifest::from_str_at(text, Path::new("test.toml")).unwrap();

@@ -1192,9 +1192,9 @@ fn tes_fp4_gemm_modules_build_link_a_te_caller_and_recompile_one_edited_instance
     assert!(third.status.success(), "{}", stderr(&third));
     assert_eq!(compiled(&third), Vec::<String>::new(), "{}", stderr(&third));
 
-    // One instance's generator input (the first tile's wave map, not in its name): its two units (bf16 and fp16 output) get new keys (no longer
-    // cached, or cached under another key by an earlier run of this test), no other unit does,
-    // and the build compiles nothing else.
+    // One instance's generator input (the first tile's wave map, not in its name): its two
+    // units (bf16 and fp16 output) get new keys (no longer cached, or cached under another key
+    // by an earlier run of this test), no other unit does, and the build compiles nothing else.
     let blockscale_keys = || {
         let plan = qola_at("plan", &hipcc, &te, &copy, &elsewhere)
             .args(["--skip-checkout", "--json"])
